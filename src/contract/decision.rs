@@ -1,0 +1,207 @@
+//! The decision vocabulary (DESIGN.md §3): every guarded operation returns exactly one code.
+//! The codes are stable strings, used in fixtures, logs and reports; never rename one.
+
+use serde::{Deserialize, Serialize};
+
+/// One verdict of the contract. Serialised as the exact upper-case code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Decision {
+    // create (`tools/call`)
+    AcceptNormal,
+    AcceptTask,
+    ReplayTask,
+    BlockIdempotencyCollision,
+    BlockTaskRequired,
+    BlockTaskForbidden,
+    // shared by create, cancel and list
+    BlockCapability,
+    // transition (worker or sweeper write)
+    ApplyTransition,
+    IdempotentTerminal,
+    BlockStaleVersion,
+    BlockTerminalRewrite,
+    BlockIllegalTransition,
+    // shared by transition, read and cancel
+    BlockExpired,
+    BlockAuth,
+    BlockNotFound,
+    // read / cancel
+    ReturnStatus,
+    WaitTerminal,
+    WaitInput,
+    ReturnResult,
+    ReturnCancelled,
+    ApplyCancel,
+    AlreadyTerminal,
+    // list
+    ListTenantFiltered,
+    BlockBadCursor,
+}
+
+/// The four surfaces of the contract; each owns a subset of the vocabulary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Surface {
+    /// `tools/call`: creation and negotiation.
+    Create,
+    /// A worker or sweeper writing a status.
+    Transition,
+    /// `tasks/get`, `tasks/result`, `tasks/cancel`.
+    Read,
+    /// `tasks/list`.
+    List,
+}
+
+impl Surface {
+    pub const ALL: [Surface; 4] = [
+        Surface::Create,
+        Surface::Transition,
+        Surface::Read,
+        Surface::List,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Surface::Create => "create",
+            Surface::Transition => "transition",
+            Surface::Read => "read",
+            Surface::List => "list",
+        }
+    }
+}
+
+impl Decision {
+    /// Every code, in declaration order.
+    pub const ALL: [Decision; 24] = [
+        Decision::AcceptNormal,
+        Decision::AcceptTask,
+        Decision::ReplayTask,
+        Decision::BlockIdempotencyCollision,
+        Decision::BlockTaskRequired,
+        Decision::BlockTaskForbidden,
+        Decision::BlockCapability,
+        Decision::ApplyTransition,
+        Decision::IdempotentTerminal,
+        Decision::BlockStaleVersion,
+        Decision::BlockTerminalRewrite,
+        Decision::BlockIllegalTransition,
+        Decision::BlockExpired,
+        Decision::BlockAuth,
+        Decision::BlockNotFound,
+        Decision::ReturnStatus,
+        Decision::WaitTerminal,
+        Decision::WaitInput,
+        Decision::ReturnResult,
+        Decision::ReturnCancelled,
+        Decision::ApplyCancel,
+        Decision::AlreadyTerminal,
+        Decision::ListTenantFiltered,
+        Decision::BlockBadCursor,
+    ];
+
+    /// The stable code, e.g. `"BLOCK_STALE_VERSION"`.
+    pub const fn code(self) -> &'static str {
+        use Decision::*;
+        match self {
+            AcceptNormal => "ACCEPT_NORMAL",
+            AcceptTask => "ACCEPT_TASK",
+            ReplayTask => "REPLAY_TASK",
+            BlockIdempotencyCollision => "BLOCK_IDEMPOTENCY_COLLISION",
+            BlockTaskRequired => "BLOCK_TASK_REQUIRED",
+            BlockTaskForbidden => "BLOCK_TASK_FORBIDDEN",
+            BlockCapability => "BLOCK_CAPABILITY",
+            ApplyTransition => "APPLY_TRANSITION",
+            IdempotentTerminal => "IDEMPOTENT_TERMINAL",
+            BlockStaleVersion => "BLOCK_STALE_VERSION",
+            BlockTerminalRewrite => "BLOCK_TERMINAL_REWRITE",
+            BlockIllegalTransition => "BLOCK_ILLEGAL_TRANSITION",
+            BlockExpired => "BLOCK_EXPIRED",
+            BlockAuth => "BLOCK_AUTH",
+            BlockNotFound => "BLOCK_NOT_FOUND",
+            ReturnStatus => "RETURN_STATUS",
+            WaitTerminal => "WAIT_TERMINAL",
+            WaitInput => "WAIT_INPUT",
+            ReturnResult => "RETURN_RESULT",
+            ReturnCancelled => "RETURN_CANCELLED",
+            ApplyCancel => "APPLY_CANCEL",
+            AlreadyTerminal => "ALREADY_TERMINAL",
+            ListTenantFiltered => "LIST_TENANT_FILTERED",
+            BlockBadCursor => "BLOCK_BAD_CURSOR",
+        }
+    }
+
+    /// A refusal: the operation did not take effect and revealed nothing.
+    pub const fn is_block(self) -> bool {
+        use Decision::*;
+        matches!(
+            self,
+            BlockIdempotencyCollision
+                | BlockTaskRequired
+                | BlockTaskForbidden
+                | BlockCapability
+                | BlockStaleVersion
+                | BlockTerminalRewrite
+                | BlockIllegalTransition
+                | BlockExpired
+                | BlockAuth
+                | BlockNotFound
+                | BlockBadCursor
+        )
+    }
+
+    /// Whether this code belongs to `surface`'s vocabulary (DESIGN.md §3 table).
+    pub const fn belongs_to(self, surface: Surface) -> bool {
+        use Decision::*;
+        match surface {
+            Surface::Create => matches!(
+                self,
+                AcceptNormal
+                    | AcceptTask
+                    | ReplayTask
+                    | BlockIdempotencyCollision
+                    | BlockTaskRequired
+                    | BlockTaskForbidden
+                    | BlockCapability
+            ),
+            Surface::Transition => matches!(
+                self,
+                ApplyTransition
+                    | IdempotentTerminal
+                    | BlockStaleVersion
+                    | BlockTerminalRewrite
+                    | BlockIllegalTransition
+                    | BlockExpired
+                    | BlockAuth
+                    | BlockNotFound
+            ),
+            Surface::Read => matches!(
+                self,
+                ReturnStatus
+                    | WaitTerminal
+                    | WaitInput
+                    | ReturnResult
+                    | ReturnCancelled
+                    | ApplyCancel
+                    | AlreadyTerminal
+                    | BlockCapability
+                    | BlockAuth
+                    | BlockNotFound
+                    | BlockExpired
+            ),
+            Surface::List => matches!(self, ListTenantFiltered | BlockCapability | BlockBadCursor),
+        }
+    }
+}
+
+impl std::fmt::Display for Decision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+impl std::fmt::Display for Surface {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,232 @@
+//! The guard functions: the one place where the precedence of DESIGN.md §3 is applied.
+//!
+//! Precedence, first match wins:
+//! capability → not found / auth → expired → terminal → version → legality → apply.
+//!
+//! Every store adapter, the MCP layer and the simulation ask these functions; none decides
+//! policy on its own. They are pure: the record is looked up by the caller, and the time
+//! is an argument.
+
+use super::decision::Decision;
+use super::digest::RequestDigest;
+use super::negotiation::{Negotiated, TaskSupport};
+use super::record::TaskRecord;
+use super::status::TaskStatus;
+
+/// A `tools/call` as the contract sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct CreateRequest<'a> {
+    pub caller: &'a str,
+    pub negotiated: Negotiated,
+    /// `execution.taskSupport` of the named tool (absent or unknown tool: forbidden).
+    pub task_support: TaskSupport,
+    /// The request carried a `task` param.
+    pub task_requested: bool,
+    pub idempotency_key: Option<&'a str>,
+    pub digest: &'a RequestDigest,
+}
+
+/// Decides a `tools/call`.
+///
+/// `bound` is the record already bound to `(caller, idempotency_key)`, if any; the caller
+/// looks it up (in the same transaction as the insert, for a store). Order:
+/// capability → task support → idempotency → accept.
+///
+/// - Capability: a task requested without `tasks.requests.tools.call` creates nothing and
+///   dispatches nothing.
+/// - Idempotency binds only task creation: a synchronous call creates no task to replay.
+/// - An expired bound record no longer holds its key (the binding lives as long as the
+///   task record), so the call is admitted as new and the store rebinds the key.
+pub fn guard_create(
+    request: &CreateRequest<'_>,
+    bound: Option<&TaskRecord>,
+    now_ms: u64,
+) -> Decision {
+    if let Some(record) = bound {
+        assert_eq!(
+            record.auth_key, request.caller,
+            "bound record of another caller passed to guard_create"
+        );
+        assert_eq!(
+            record.idempotency_key.as_deref(),
+            request.idempotency_key,
+            "bound record with another idempotency key passed to guard_create"
+        );
+    }
+    if request.task_requested && !request.negotiated.tools_call {
+        return Decision::BlockCapability;
+    }
+    match (request.task_support, request.task_requested) {
+        (TaskSupport::Required, false) => return Decision::BlockTaskRequired,
+        (TaskSupport::Forbidden, true) => return Decision::BlockTaskForbidden,
+        (_, false) => return Decision::AcceptNormal,
+        (_, true) => {}
+    }
+    match bound {
+        Some(record) if !record.is_expired(now_ms) => {
+            if record.request_digest == *request.digest {
+                Decision::ReplayTask
+            } else {
+                Decision::BlockIdempotencyCollision
+            }
+        }
+        _ => Decision::AcceptTask,
+    }
+}
+
+/// Not found → auth → expired: the shared preamble of every operation on one task.
+fn locate<'r>(
+    caller: &str,
+    record: Option<&'r TaskRecord>,
+    now_ms: u64,
+) -> Result<&'r TaskRecord, Decision> {
+    let record = record.ok_or(Decision::BlockNotFound)?;
+    if record.auth_key != caller {
+        return Err(Decision::BlockAuth);
+    }
+    if record.is_expired(now_ms) {
+        return Err(Decision::BlockExpired);
+    }
+    Ok(record)
+}
+
+/// A worker's (or the sweeper's) write: "move this task from `expected_version` to `next`".
+#[derive(Clone, Copy, Debug)]
+pub struct TransitionRequest<'a> {
+    /// The authorization key the write acts for (a worker carries the task's own).
+    pub caller: &'a str,
+    pub expected_version: u64,
+    pub next: TaskStatus,
+}
+
+/// Decides a transition: not found / auth → expired → terminal → version → legality.
+///
+/// Terminal comes before version so that a redelivered completion of an already completed
+/// task is recognised as the same fact (`IDEMPOTENT_TERMINAL`) whatever version it saw,
+/// and a late completion of a cancelled task is a rewrite, not merely stale.
+pub fn guard_transition(
+    request: &TransitionRequest<'_>,
+    record: Option<&TaskRecord>,
+    now_ms: u64,
+) -> Decision {
+    let record = match locate(request.caller, record, now_ms) {
+        Ok(record) => record,
+        Err(decision) => return decision,
+    };
+    if record.status.is_terminal() {
+        return if record.status == request.next {
+            Decision::IdempotentTerminal
+        } else {
+            Decision::BlockTerminalRewrite
+        };
+    }
+    if record.version != request.expected_version {
+        return Decision::BlockStaleVersion;
+    }
+    if !record.status.can_transition_to(request.next) {
+        return Decision::BlockIllegalTransition;
+    }
+    Decision::ApplyTransition
+}
+
+/// `tasks/get`. It has no capability flag of its own in 2025-11-25: it comes with any task
+/// support, and a caller must be able to poll a task it holds.
+pub fn guard_get(caller: &str, record: Option<&TaskRecord>, now_ms: u64) -> Decision {
+    match locate(caller, record, now_ms) {
+        Ok(_) => Decision::ReturnStatus,
+        Err(decision) => decision,
+    }
+}
+
+/// `tasks/result`: wait while live, return the stored outcome once terminal.
+pub fn guard_result(caller: &str, record: Option<&TaskRecord>, now_ms: u64) -> Decision {
+    let record = match locate(caller, record, now_ms) {
+        Ok(record) => record,
+        Err(decision) => return decision,
+    };
+    match record.status {
+        TaskStatus::Working => Decision::WaitTerminal,
+        TaskStatus::InputRequired => Decision::WaitInput,
+        TaskStatus::Completed | TaskStatus::Failed => Decision::ReturnResult,
+        TaskStatus::Cancelled => Decision::ReturnCancelled,
+    }
+}
+
+/// `tasks/cancel`: capability → not found / auth → expired → terminal → apply.
+pub fn guard_cancel(
+    negotiated: Negotiated,
+    caller: &str,
+    record: Option<&TaskRecord>,
+    now_ms: u64,
+) -> Decision {
+    if !negotiated.cancel {
+        return Decision::BlockCapability;
+    }
+    let record = match locate(caller, record, now_ms) {
+        Ok(record) => record,
+        Err(decision) => return decision,
+    };
+    if record.status.is_terminal() {
+        return Decision::AlreadyTerminal;
+    }
+    Decision::ApplyCancel
+}
+
+/// What the list guard knows about the request's cursor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CursorCheck {
+    /// No cursor: the first page.
+    Absent,
+    /// A cursor this caller was issued, untampered.
+    Valid,
+    /// Another caller's cursor, a tampered one, or garbage.
+    Invalid,
+}
+
+/// `tasks/list`: capability → cursor → list (the filter is [`visible_tasks`]).
+pub fn guard_list(negotiated: Negotiated, cursor: CursorCheck) -> Decision {
+    if !negotiated.list {
+        return Decision::BlockCapability;
+    }
+    match cursor {
+        CursorCheck::Invalid => Decision::BlockBadCursor,
+        CursorCheck::Absent | CursorCheck::Valid => Decision::ListTenantFiltered,
+    }
+}
+
+/// Where a page ends: keyset position `(created_at_ms, task_id)`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ListPosition {
+    pub created_at_ms: u64,
+    pub task_id: String,
+}
+
+impl ListPosition {
+    pub fn of(record: &TaskRecord) -> ListPosition {
+        ListPosition {
+            created_at_ms: record.created_at_ms,
+            task_id: record.task_id.clone(),
+        }
+    }
+}
+
+/// The reference semantics of one list page: the caller's own unexpired tasks (anything
+/// the caller could `tasks/get`, nothing else), ordered by `(created_at_ms, task_id)`,
+/// strictly after `after`, at most `limit`. Stores must return exactly this, filtering in
+/// their query.
+pub fn visible_tasks<'r>(
+    caller: &str,
+    records: impl IntoIterator<Item = &'r TaskRecord>,
+    now_ms: u64,
+    after: Option<&ListPosition>,
+    limit: usize,
+) -> Vec<&'r TaskRecord> {
+    let mut visible: Vec<&TaskRecord> = records
+        .into_iter()
+        .filter(|record| guard_get(caller, Some(record), now_ms) == Decision::ReturnStatus)
+        .filter(|record| after.is_none_or(|after| ListPosition::of(record) > *after))
+        .collect();
+    visible.sort_by_key(|record| (record.created_at_ms, record.task_id.clone()));
+    visible.truncate(limit);
+    visible
+}

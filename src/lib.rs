@@ -1,0 +1,35 @@
+//! # tasklatch
+//!
+//! The state contract underneath MCP 2025-11-25 tasks, implemented, and the harness that
+//! proves it.
+//!
+//! MCP lets a server accept a `tools/call` as a durable *task* that the client polls
+//! (`tasks/get`), collects (`tasks/result`), cancels and lists. The protocol is only an
+//! envelope; what keeps it honest is underneath: an admission record persisted before
+//! dispatch, idempotent creation bound to a digest of the request, compare-and-swap
+//! transitions with a terminal latch, the tenant checked in every query, and expiry.
+//!
+//! ## Modules
+//!
+//! - [`contract`] — the pure policy core: statuses, the transition table, the admission
+//!   record, the [`contract::Decision`] vocabulary, the guards and their precedence, the
+//!   request digest (RFC 8785 + SHA-256) and caller-bound list cursors.
+//! - [`fixture`] — contract fixtures (`fixtures/contract/*.json`, format
+//!   `tasklatch.contract-fixture/v1`): loading with precise errors, and replay through the
+//!   contract.
+//!
+//! ## Features
+//!
+//! - `sim` — compiles madsim in simulation mode for the deterministic crash simulation.
+//!   It relies on `--cfg madsim` from the committed `.cargo/config.toml`; a `RUSTFLAGS`
+//!   you set replaces that, so include `--cfg madsim` in it.
+
+#[cfg(all(feature = "sim", not(madsim)))]
+compile_error!(
+    "feature `sim` needs `--cfg madsim`. The repository's .cargo/config.toml sets it, but a \
+     RUSTFLAGS or CARGO_ENCODED_RUSTFLAGS in your environment replaces those flags: add \
+     `--cfg madsim` to it (e.g. RUSTFLAGS=\"-D warnings --cfg madsim\") or unset it."
+);
+
+pub mod contract;
+pub mod fixture;
