@@ -31,5 +31,8 @@ compile_error!(
      `--cfg madsim` to it (e.g. RUSTFLAGS=\"-D warnings --cfg madsim\") or unset it."
 );
 
+pub mod conformance;
 pub mod contract;
 pub mod fixture;
+pub mod store;
+mod sync;

@@ -125,29 +125,37 @@ impl TaskRecord {
         after
     }
 
-    /// Structural invariants every stored record satisfies.
+    /// Structural invariants every stored record satisfies; panics on a violation.
     pub fn assert_invariants(&self) {
-        assert!(
-            self.version >= 1,
-            "task {}: version starts at 1",
-            self.task_id
-        );
-        assert!(
-            self.updated_at_ms >= self.created_at_ms,
-            "task {}: updated before created",
-            self.task_id
-        );
-        if let Some(expires_at_ms) = self.expires_at_ms {
-            assert!(
-                expires_at_ms >= self.created_at_ms,
-                "task {}: expires before it was created",
-                self.task_id
-            );
+        if let Some(violation) = self.invariant_violation() {
+            panic!("task {}: {violation}", self.task_id);
         }
-        assert!(
-            !self.cancel_requested || self.status == TaskStatus::Cancelled,
-            "task {}: cancellation intent on a live task",
-            self.task_id
-        );
+    }
+
+    /// The first structural invariant this record breaks, if any (stores use this to
+    /// report a corrupted row instead of panicking).
+    pub fn invariant_violation(&self) -> Option<&'static str> {
+        if self.task_id.is_empty() {
+            return Some("empty task id");
+        }
+        if self.version < 1 {
+            return Some("version below 1");
+        }
+        if self.updated_at_ms < self.created_at_ms {
+            return Some("updated before created");
+        }
+        if self
+            .expires_at_ms
+            .is_some_and(|expires| expires < self.created_at_ms)
+        {
+            return Some("expires before it was created");
+        }
+        if self.cancel_requested && self.status != TaskStatus::Cancelled {
+            return Some("cancellation intent on a task that is not cancelled");
+        }
+        if self.outcome.is_some() && !self.status.is_terminal() {
+            return Some("an outcome on a live task");
+        }
+        None
     }
 }

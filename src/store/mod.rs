@@ -1,0 +1,386 @@
+//! Durable task stores: the [`TaskStore`] port and its adapters.
+//!
+//! The protocol supplies no transaction, outbox, tenant boundary or compare-and-swap; the
+//! store does. Every adapter enforces the [`contract`](crate::contract) atomically and
+//! returns exactly the decisions its guards define — one policy, several enforcements:
+//!
+//! - create looks up `(caller, idempotency key)`, compares the request digest, and inserts
+//!   the admission record **and its outbox entry** atomically;
+//! - a transition is a compare-and-swap whose predicate covers task id, authorization key,
+//!   expected version, a legal (hence non-terminal) current status and an unexpired
+//!   record; when it changes nothing, the stored fact is re-read and classified by the
+//!   contract, never blindly retried;
+//! - cancel sets status and cancellation intent in one write and answers with the record
+//!   after it;
+//! - list applies the caller **in the query** and pages with a caller-bound cursor;
+//! - the outbox is claimed with a lease and an attempt number, acknowledged only by the
+//!   current attempt, and redelivered once a lease expires.
+//!
+//! The store reads no clock: `now_ms` is an argument of every operation, so the same
+//! store runs under real time, simulated time and tests alike.
+//!
+//! Store addresses are URLs ([`StoreUrl`]): `memory:`, `sqlite:PATH`, `postgres://…`.
+
+mod error;
+mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod row;
+mod sqlite;
+mod url;
+
+pub use error::StoreError;
+pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
+pub use sqlite::{SqliteStore, Synchronous};
+pub use url::{SqliteOptions, StoreUrl};
+
+use crate::contract::{
+    Decision, Negotiated, RequestDigest, TaskOutcome, TaskRecord, TaskStatus, TaskSupport,
+};
+use serde_json::Value;
+
+/// A `tools/call` to admit. The task id and correlation id are drawn by the caller (the
+/// store draws no randomness) and used only if a new task is admitted.
+#[derive(Clone, Debug)]
+pub struct CreateCommand {
+    pub caller: String,
+    pub negotiated: Negotiated,
+    pub task_support: TaskSupport,
+    pub task_requested: bool,
+    pub idempotency_key: Option<String>,
+    /// The wrapped request; the digest is computed from it.
+    pub request: WrappedRequest,
+    pub ttl_ms: Option<u64>,
+    pub poll_interval_ms: Option<u64>,
+    pub task_id: String,
+    pub correlation_id: String,
+    pub now_ms: u64,
+}
+
+/// The request a task wraps, as its outbox entry carries it to a worker.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct WrappedRequest {
+    pub method: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+}
+
+impl WrappedRequest {
+    pub fn digest(&self) -> RequestDigest {
+        crate::contract::request_digest(&self.method, &self.name, self.arguments.as_ref())
+    }
+}
+
+impl CreateCommand {
+    /// The contract's view of this command.
+    pub fn contract_request<'a>(
+        &'a self,
+        digest: &'a RequestDigest,
+    ) -> crate::contract::CreateRequest<'a> {
+        crate::contract::CreateRequest {
+            caller: &self.caller,
+            negotiated: self.negotiated,
+            task_support: self.task_support,
+            task_requested: self.task_requested,
+            idempotency_key: self.idempotency_key.as_deref(),
+            digest,
+        }
+    }
+
+    /// The record this command admits, if the contract accepts it as a new task.
+    pub fn admission_record(&self, digest: RequestDigest) -> TaskRecord {
+        TaskRecord::admit(crate::contract::Admission {
+            task_id: self.task_id.clone(),
+            auth_key: self.caller.clone(),
+            method: self.request.method.clone(),
+            tool_name: self.request.name.clone(),
+            request_digest: digest,
+            idempotency_key: self.idempotency_key.clone(),
+            now_ms: self.now_ms,
+            ttl_ms: self.ttl_ms,
+            poll_interval_ms: self.poll_interval_ms,
+            correlation_id: self.correlation_id.clone(),
+        })
+    }
+}
+
+/// A worker's or the sweeper's write.
+#[derive(Clone, Debug)]
+pub struct TransitionCommand {
+    pub task_id: String,
+    pub caller: String,
+    pub expected_version: u64,
+    pub next: TaskStatus,
+    /// The outcome to store with a terminal status (`None` for `working`/`input_required`).
+    pub outcome: Option<TaskOutcome>,
+    pub status_message: Option<String>,
+    pub now_ms: u64,
+}
+
+impl TransitionCommand {
+    pub fn contract_request(&self) -> crate::contract::TransitionRequest<'_> {
+        crate::contract::TransitionRequest {
+            caller: &self.caller,
+            expected_version: self.expected_version,
+            next: self.next,
+        }
+    }
+}
+
+/// A store's answer: the decision, and the record when the caller may see it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    pub decision: Decision,
+    /// The record after the operation. `None` when the task does not exist or is not the
+    /// caller's (nothing about it may leak), and for decisions that concern no task.
+    pub record: Option<TaskRecord>,
+}
+
+impl Answer {
+    /// Builds an answer, withholding the record from anyone but its owner.
+    pub fn new(decision: Decision, record: Option<TaskRecord>) -> Answer {
+        let record = match decision {
+            Decision::BlockNotFound | Decision::BlockAuth => None,
+            _ => record,
+        };
+        Answer { decision, record }
+    }
+
+    pub fn bare(decision: Decision) -> Answer {
+        Answer {
+            decision,
+            record: None,
+        }
+    }
+}
+
+/// A `tasks/list` request.
+#[derive(Clone, Debug)]
+pub struct ListQuery {
+    pub negotiated: Negotiated,
+    pub caller: String,
+    pub cursor: Option<String>,
+    /// Page size, at least 1 and at most [`LIST_LIMIT_MAX`].
+    pub limit: usize,
+    pub now_ms: u64,
+}
+
+/// The largest page a store returns, whatever the caller asks for.
+pub const LIST_LIMIT_MAX: usize = 1_000;
+
+/// One page of the caller's tasks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListPage {
+    pub decision: Decision,
+    pub tasks: Vec<TaskRecord>,
+    /// Present when more tasks follow; opaque and bound to the caller.
+    pub next_cursor: Option<String>,
+}
+
+/// An outbox entry claimed by a worker under a lease.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutboxClaim {
+    pub task_id: String,
+    pub auth_key: String,
+    pub request: WrappedRequest,
+    /// 1 for the first delivery, +1 per redelivery. Only this attempt may ack.
+    pub attempt: u32,
+    pub lease_expires_at_ms: u64,
+    /// The task's version and status when claimed: the completion write expects this
+    /// version, so a worker whose lease was overtaken cannot overwrite newer state.
+    pub task_version: u64,
+    pub task_status: TaskStatus,
+}
+
+/// Bounds on one claim call.
+pub const CLAIM_BATCH_MAX: usize = 256;
+
+/// Options every adapter takes.
+#[derive(Clone, Debug, Default)]
+pub struct StoreOptions {
+    /// The secret list cursors are bound with. `None`: SQL stores use the secret persisted
+    /// in their database (drawn when the schema is created, so cursors survive restarts);
+    /// the memory store draws one.
+    pub cursor_secret: Option<Vec<u8>>,
+}
+
+/// The store port. All operations are atomic; none reads a clock.
+pub trait TaskStore: Send + Sync {
+    /// Admits a `tools/call`: `ACCEPT_TASK` (record and outbox entry inserted atomically),
+    /// `REPLAY_TASK` (the existing record), `ACCEPT_NORMAL` (nothing stored), or a refusal.
+    fn create(&self, command: &CreateCommand) -> Result<Answer, StoreError>;
+
+    /// Compare-and-swap of status (and outcome) at `expected_version`.
+    fn transition(&self, command: &TransitionCommand) -> Result<Answer, StoreError>;
+
+    /// The stored record, whoever owns it, or `None`. The building block of
+    /// [`get`](TaskStore::get) and [`result`](TaskStore::result); callers outside the
+    /// store should use those, which apply the contract.
+    fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
+
+    /// `tasks/get`.
+    fn get(&self, caller: &str, task_id: &str, now_ms: u64) -> Result<Answer, StoreError> {
+        let record = self.read(task_id)?;
+        let decision = crate::contract::guard_get(caller, record.as_ref(), now_ms);
+        Ok(Answer::new(decision, record))
+    }
+
+    /// `tasks/result`: the decision says whether to wait or return the stored outcome.
+    fn result(&self, caller: &str, task_id: &str, now_ms: u64) -> Result<Answer, StoreError> {
+        let record = self.read(task_id)?;
+        let decision = crate::contract::guard_result(caller, record.as_ref(), now_ms);
+        Ok(Answer::new(decision, record))
+    }
+
+    /// `tasks/cancel`: status `cancelled` and cancellation intent in one write; the
+    /// answer carries the record after the change.
+    fn cancel(
+        &self,
+        negotiated: Negotiated,
+        caller: &str,
+        task_id: &str,
+        now_ms: u64,
+    ) -> Result<Answer, StoreError>;
+
+    /// `tasks/list`: the caller's own unexpired tasks, filtered in the query.
+    fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError>;
+
+    /// Claims up to `max` outbox entries whose lease is free or expired, leasing them to
+    /// `worker` until `now_ms + lease_ms`.
+    fn claim(
+        &self,
+        worker: &str,
+        now_ms: u64,
+        lease_ms: u64,
+        max: usize,
+    ) -> Result<Vec<OutboxClaim>, StoreError>;
+
+    /// Acknowledges an entry; only the current attempt may. `false` if it was not (already
+    /// acked, redelivered to someone else, or gone).
+    fn ack(&self, task_id: &str, attempt: u32, now_ms: u64) -> Result<bool, StoreError>;
+
+    /// Frees leases that expired at or before `now_ms`; returns how many.
+    fn release_expired_leases(&self, now_ms: u64) -> Result<usize, StoreError>;
+
+    /// Deletes up to `max` tasks expired at `now_ms`, with their outbox entries; returns
+    /// how many.
+    fn sweep_expired(&self, now_ms: u64, max: usize) -> Result<usize, StoreError>;
+
+    /// Inserts records exactly as given, without outbox entries: for restoring backups
+    /// and for seeding the conformance suite. Refuses ids that exist; all or nothing.
+    fn import(&self, records: &[TaskRecord]) -> Result<(), StoreError>;
+}
+
+/// Opens the store a URL names (see [`StoreUrl`]).
+pub fn open_store(url: &str, options: &StoreOptions) -> Result<Box<dyn TaskStore>, StoreError> {
+    match StoreUrl::parse(url)? {
+        StoreUrl::Memory => Ok(Box::new(MemoryStore::open(options)?)),
+        StoreUrl::Sqlite(sqlite) => Ok(Box::new(SqliteStore::open(&sqlite, options)?)),
+        #[cfg(feature = "postgres")]
+        StoreUrl::Postgres(url) => Ok(Box::new(PostgresStore::open(&url, None, options)?)),
+        #[cfg(not(feature = "postgres"))]
+        StoreUrl::Postgres(_) => Err(StoreError::Url {
+            url: url.to_owned(),
+            reason: "this build has no PostgreSQL adapter (build with `--features postgres`)"
+                .into(),
+        }),
+    }
+}
+
+/// A fresh 32-byte secret from the OS (or from madsim's seeded generator in simulation).
+pub(crate) fn random_secret() -> Result<Vec<u8>, StoreError> {
+    let mut secret = vec![0u8; 32];
+    getrandom::fill(&mut secret).map_err(|error| StoreError::Backend {
+        operation: "draw a cursor secret",
+        cause: error.to_string(),
+    })?;
+    Ok(secret)
+}
+
+/// Clamps a requested page size into `1..=LIST_LIMIT_MAX`.
+pub(crate) fn page_limit(limit: usize) -> usize {
+    limit.clamp(1, LIST_LIMIT_MAX)
+}
+
+/// The statuses a task may move to `next` from, per the contract's table: the SQL
+/// adapters put these into their compare-and-swap predicate.
+pub(crate) fn legal_sources(next: TaskStatus) -> Vec<TaskStatus> {
+    TaskStatus::ALL
+        .into_iter()
+        .filter(|from| from.can_transition_to(next))
+        .collect()
+}
+
+/// After a compare-and-swap changed nothing: classify the re-read fact with the contract.
+/// The contract cannot say "apply" here, or the predicate and the guard disagree.
+pub(crate) fn classify_refused_transition(
+    command: &TransitionCommand,
+    current: Option<TaskRecord>,
+) -> Result<Answer, StoreError> {
+    let decision = crate::contract::guard_transition(
+        &command.contract_request(),
+        current.as_ref(),
+        command.now_ms,
+    );
+    if decision == Decision::ApplyTransition {
+        return Err(StoreError::Inconsistent(format!(
+            "task {}: the compare-and-swap refused a transition the contract allows",
+            command.task_id
+        )));
+    }
+    Ok(Answer::new(decision, current))
+}
+
+/// The same for cancel.
+pub(crate) fn classify_refused_cancel(
+    negotiated: Negotiated,
+    caller: &str,
+    task_id: &str,
+    now_ms: u64,
+    current: Option<TaskRecord>,
+) -> Result<Answer, StoreError> {
+    let decision = crate::contract::guard_cancel(negotiated, caller, current.as_ref(), now_ms);
+    if decision == Decision::ApplyCancel {
+        return Err(StoreError::Inconsistent(format!(
+            "task {task_id}: the cancel update refused a cancel the contract allows"
+        )));
+    }
+    Ok(Answer::new(decision, current))
+}
+
+/// The status message a requestor's cancel leaves on the task.
+pub const CANCEL_MESSAGE: &str = "cancelled by the requestor";
+
+/// The record after an applied transition: status, version, time, outcome and message.
+pub(crate) fn applied_transition(current: &TaskRecord, command: &TransitionCommand) -> TaskRecord {
+    let mut after = current.with_status(command.next, command.now_ms);
+    if command.next.is_terminal() {
+        after.outcome = command.outcome.clone();
+    }
+    if command.status_message.is_some() {
+        after.status_message = command.status_message.clone();
+    }
+    after.assert_invariants();
+    after
+}
+
+/// The record after an applied cancel: `cancelled`, intent set, version + 1.
+pub(crate) fn cancelled_record(current: &TaskRecord, now_ms: u64) -> TaskRecord {
+    let mut after = current.with_status(TaskStatus::Cancelled, now_ms);
+    after.status_message = Some(CANCEL_MESSAGE.to_owned());
+    after
+}
+
+/// Preconditions of a transition command that no store should ever see broken.
+pub(crate) fn check_transition_command(command: &TransitionCommand) -> Result<(), StoreError> {
+    if command.outcome.is_some() && !command.next.is_terminal() {
+        return Err(StoreError::Invalid(format!(
+            "task {}: an outcome may only be stored with a terminal status, not {}",
+            command.task_id, command.next
+        )));
+    }
+    Ok(())
+}

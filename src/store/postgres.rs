@@ -1,0 +1,694 @@
+//! `PostgresStore`: the adapter for many server replicas sharing one database.
+//!
+//! The same schema and predicates as SQLite, written so each operation is one round trip
+//! where it can be: create is a single statement whose CTE inserts the task and its outbox
+//! entry together; a transition is one `UPDATE … WHERE … RETURNING`; outbox claims use
+//! `FOR UPDATE SKIP LOCKED` so replicas never hand one entry to two workers at once.
+//! A zero-row update is followed by a re-read that the contract classifies.
+
+use super::row::{RawRow, TASK_COLUMNS, encode_outcome, sql_int, sql_opt_int, status_list};
+use super::sqlite::decode_hex_secret;
+use super::{
+    Answer, CANCEL_MESSAGE, CLAIM_BATCH_MAX, CreateCommand, ListPage, ListQuery, OutboxClaim,
+    StoreError, StoreOptions, TaskStore, TransitionCommand, WrappedRequest,
+    check_transition_command, classify_refused_cancel, classify_refused_transition, legal_sources,
+    page_limit, random_secret,
+};
+use crate::contract::{
+    self, CursorCheck, Decision, ListPosition, Negotiated, TaskRecord, TaskStatus, decode_cursor,
+    encode_cursor,
+};
+use crate::sync::{Mutex, MutexGuard};
+use postgres::types::{FromSql, ToSql};
+use postgres::{Client, GenericClient, NoTls, Row};
+
+pub const SCHEMA_VERSION: i64 = 1;
+
+const MIGRATIONS: [&str; 1] = [r#"
+CREATE TABLE tasks (
+    task_id          TEXT PRIMARY KEY,
+    auth_key         TEXT NOT NULL,
+    method           TEXT NOT NULL,
+    tool_name        TEXT NOT NULL,
+    request_digest   TEXT NOT NULL,
+    idempotency_key  TEXT,
+    status           TEXT NOT NULL CHECK (status IN
+                       ('working', 'input_required', 'completed', 'failed', 'cancelled')),
+    version          BIGINT NOT NULL CHECK (version >= 1),
+    created_at_ms    BIGINT NOT NULL,
+    updated_at_ms    BIGINT NOT NULL,
+    expires_at_ms    BIGINT,
+    ttl_ms           BIGINT,
+    poll_interval_ms BIGINT,
+    cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
+    outcome          TEXT,
+    status_message   TEXT,
+    correlation_id   TEXT NOT NULL
+);
+CREATE UNIQUE INDEX tasks_idempotency ON tasks (auth_key, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+CREATE INDEX tasks_owner_order ON tasks (auth_key, created_at_ms, task_id);
+CREATE INDEX tasks_expiry ON tasks (expires_at_ms) WHERE expires_at_ms IS NOT NULL;
+CREATE TABLE outbox (
+    task_id             TEXT PRIMARY KEY REFERENCES tasks (task_id) ON DELETE CASCADE,
+    auth_key            TEXT NOT NULL,
+    request             TEXT NOT NULL,
+    enqueued_at_ms      BIGINT NOT NULL,
+    attempt             BIGINT NOT NULL DEFAULT 0,
+    lease_owner         TEXT,
+    lease_expires_at_ms BIGINT,
+    acked_at_ms         BIGINT
+);
+CREATE INDEX outbox_ready ON outbox (enqueued_at_ms, task_id) WHERE acked_at_ms IS NULL;
+"#];
+
+pub struct PostgresStore {
+    client: Mutex<Client>,
+    cursor_secret: Vec<u8>,
+}
+
+/// A readable cause: the server's message and SQLSTATE when there is one.
+fn cause(error: &postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => format!("{} ({}): {}", db.severity(), db.code().code(), db.message()),
+        None => {
+            let mut text = error.to_string();
+            let mut source = std::error::Error::source(error);
+            while let Some(inner) = source {
+                text.push_str(": ");
+                text.push_str(&inner.to_string());
+                source = inner.source();
+            }
+            text
+        }
+    }
+}
+
+fn backend(operation: &'static str) -> impl Fn(postgres::Error) -> StoreError {
+    move |error| StoreError::Backend {
+        operation,
+        cause: cause(&error),
+    }
+}
+
+fn is_unique_violation(error: &postgres::Error) -> bool {
+    error.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION)
+}
+
+impl PostgresStore {
+    /// Connects to `url`; with `schema`, keeps all tables in that schema (created if
+    /// missing), so several stores can share one database. Migrates on open.
+    pub fn open(
+        url: &str,
+        schema: Option<&str>,
+        options: &StoreOptions,
+    ) -> Result<PostgresStore, StoreError> {
+        let redacted = redact(url);
+        let open_error = |cause: String| StoreError::Open {
+            target: format!("PostgreSQL {redacted}"),
+            cause,
+        };
+        let mut client = Client::connect(url, NoTls).map_err(|error| open_error(cause(&error)))?;
+        if let Some(schema) = schema {
+            let valid = !schema.is_empty()
+                && schema.len() <= 63
+                && schema
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+            if !valid {
+                return Err(StoreError::Invalid(format!(
+                    "schema name {schema:?}: use 1-63 of [a-z0-9_]"
+                )));
+            }
+            // Validated above, so it can be spliced into the statement.
+            client
+                .batch_execute(&format!(
+                    "CREATE SCHEMA IF NOT EXISTS {schema}; SET search_path TO {schema}"
+                ))
+                .map_err(|error| open_error(cause(&error)))?;
+        }
+        let persisted_secret = migrate(&mut client)?;
+        Ok(PostgresStore {
+            client: Mutex::new(client),
+            cursor_secret: options.cursor_secret.clone().unwrap_or(persisted_secret),
+        })
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Client>, StoreError> {
+        self.client.lock().map_err(|_| StoreError::Backend {
+            operation: "lock the PostgreSQL connection",
+            cause: "a thread panicked while holding it".into(),
+        })
+    }
+}
+
+/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+fn migrate(client: &mut Client) -> Result<Vec<u8>, StoreError> {
+    let failed = backend("migrate the schema");
+    let mut transaction = client.transaction().map_err(&failed)?;
+    transaction
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS tasklatch_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             LOCK TABLE tasklatch_meta IN EXCLUSIVE MODE",
+        )
+        .map_err(&failed)?;
+    let found: i64 = match transaction
+        .query_opt(
+            "SELECT value FROM tasklatch_meta WHERE key = 'schema_version'",
+            &[],
+        )
+        .map_err(&failed)?
+    {
+        Some(row) => {
+            let text: String = row.get(0);
+            text.parse().map_err(|_| StoreError::Corrupt {
+                task_id: String::new(),
+                column: "tasklatch_meta.schema_version",
+                detail: format!("not a number: {text:?}"),
+            })?
+        }
+        None => 0,
+    };
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for step in &MIGRATIONS[usize::try_from(found).unwrap_or(0)..] {
+        transaction.batch_execute(step).map_err(&failed)?;
+    }
+    transaction
+        .execute(
+            "INSERT INTO tasklatch_meta (key, value) VALUES ('schema_version', $1)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            &[&SCHEMA_VERSION.to_string()],
+        )
+        .map_err(&failed)?;
+    let secret = match transaction
+        .query_opt(
+            "SELECT value FROM tasklatch_meta WHERE key = 'cursor_secret'",
+            &[],
+        )
+        .map_err(&failed)?
+    {
+        Some(row) => decode_hex_secret(&row.get::<_, String>(0))?,
+        None => {
+            let hex = crate::contract::sha256_hex(&random_secret()?);
+            transaction
+                .execute(
+                    "INSERT INTO tasklatch_meta (key, value) VALUES ('cursor_secret', $1)",
+                    &[&hex],
+                )
+                .map_err(&failed)?;
+            decode_hex_secret(&hex)?
+        }
+    };
+    transaction.commit().map_err(&failed)?;
+    Ok(secret)
+}
+
+fn column<'a, T: FromSql<'a>>(
+    row: &'a Row,
+    index: usize,
+    name: &'static str,
+    task_id: &str,
+) -> Result<T, StoreError> {
+    row.try_get(index).map_err(|error| StoreError::Corrupt {
+        task_id: task_id.to_owned(),
+        column: name,
+        detail: cause(&error),
+    })
+}
+
+fn task_row(row: &Row) -> Result<TaskRecord, StoreError> {
+    let id: String = column(row, 0, "task_id", "?")?;
+    RawRow {
+        auth_key: column(row, 1, "auth_key", &id)?,
+        method: column(row, 2, "method", &id)?,
+        tool_name: column(row, 3, "tool_name", &id)?,
+        request_digest: column(row, 4, "request_digest", &id)?,
+        idempotency_key: column(row, 5, "idempotency_key", &id)?,
+        status: column(row, 6, "status", &id)?,
+        version: column(row, 7, "version", &id)?,
+        created_at_ms: column(row, 8, "created_at_ms", &id)?,
+        updated_at_ms: column(row, 9, "updated_at_ms", &id)?,
+        expires_at_ms: column(row, 10, "expires_at_ms", &id)?,
+        ttl_ms: column(row, 11, "ttl_ms", &id)?,
+        poll_interval_ms: column(row, 12, "poll_interval_ms", &id)?,
+        cancel_requested: column(row, 13, "cancel_requested", &id)?,
+        outcome: column(row, 14, "outcome", &id)?,
+        status_message: column(row, 15, "status_message", &id)?,
+        correlation_id: column(row, 16, "correlation_id", &id)?,
+        task_id: id,
+    }
+    .decode()
+}
+
+fn query_tasks(
+    client: &mut impl GenericClient,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+    operation: &'static str,
+) -> Result<Vec<TaskRecord>, StoreError> {
+    let statement = client.prepare(sql).map_err(backend(operation))?;
+    client
+        .query(&statement, params)
+        .map_err(backend(operation))?
+        .iter()
+        .map(task_row)
+        .collect()
+}
+
+fn read_task(
+    client: &mut impl GenericClient,
+    task_id: &str,
+) -> Result<Option<TaskRecord>, StoreError> {
+    let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = $1");
+    Ok(query_tasks(client, &sql, &[&task_id], "read a task")?.pop())
+}
+
+/// Parameters `$1..$17` of a task row, in [`TASK_COLUMNS`] order.
+struct TaskParams {
+    request_digest: String,
+    status: &'static str,
+    version: i64,
+    created_at_ms: i64,
+    updated_at_ms: i64,
+    expires_at_ms: Option<i64>,
+    ttl_ms: Option<i64>,
+    poll_interval_ms: Option<i64>,
+    outcome: Option<String>,
+}
+
+impl TaskParams {
+    fn of(record: &TaskRecord) -> Result<TaskParams, StoreError> {
+        Ok(TaskParams {
+            request_digest: record.request_digest.as_str().to_owned(),
+            status: record.status.as_str(),
+            version: sql_int(record.version, "version")?,
+            created_at_ms: sql_int(record.created_at_ms, "created_at_ms")?,
+            updated_at_ms: sql_int(record.updated_at_ms, "updated_at_ms")?,
+            expires_at_ms: sql_opt_int(record.expires_at_ms, "expires_at_ms")?,
+            ttl_ms: sql_opt_int(record.ttl_ms, "ttl_ms")?,
+            poll_interval_ms: sql_opt_int(record.poll_interval_ms, "poll_interval_ms")?,
+            outcome: encode_outcome(&record.outcome),
+        })
+    }
+
+    fn bind<'a>(&'a self, record: &'a TaskRecord) -> Vec<&'a (dyn ToSql + Sync)> {
+        vec![
+            &record.task_id,
+            &record.auth_key,
+            &record.method,
+            &record.tool_name,
+            &self.request_digest,
+            &record.idempotency_key,
+            &self.status,
+            &self.version,
+            &self.created_at_ms,
+            &self.updated_at_ms,
+            &self.expires_at_ms,
+            &self.ttl_ms,
+            &self.poll_interval_ms,
+            &record.cancel_requested,
+            &self.outcome,
+            &record.status_message,
+            &record.correlation_id,
+        ]
+    }
+}
+
+const TASK_VALUES: &str =
+    "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17";
+
+/// Inserts the task and its outbox entry in one statement. `Ok(None)`: the idempotency
+/// key is already bound (nothing was written).
+fn insert_admission(
+    client: &mut impl GenericClient,
+    record: &TaskRecord,
+    request_json: &str,
+) -> Result<Option<TaskRecord>, StoreError> {
+    let sql = format!(
+        "WITH t AS (INSERT INTO tasks ({TASK_COLUMNS}) VALUES ({TASK_VALUES}) \
+             ON CONFLICT (auth_key, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
+             RETURNING {TASK_COLUMNS}), \
+         o AS (INSERT INTO outbox (task_id, auth_key, request, enqueued_at_ms) \
+             SELECT task_id, auth_key, $18, created_at_ms FROM t RETURNING task_id) \
+         SELECT {TASK_COLUMNS} FROM t"
+    );
+    let params = TaskParams::of(record)?;
+    let mut bound = params.bind(record);
+    bound.push(&request_json);
+    let statement = client.prepare(&sql).map_err(backend("create a task"))?;
+    match client.query(&statement, &bound) {
+        Ok(rows) => rows.first().map(task_row).transpose(),
+        Err(error) if is_unique_violation(&error) => Err(StoreError::Duplicate {
+            task_id: record.task_id.clone(),
+        }),
+        Err(error) => Err(backend("create a task")(error)),
+    }
+}
+
+/// Bound on create's conflict → re-read → rebind loop (a key whose expired holder is
+/// released and re-taken by racing creates).
+const CREATE_ATTEMPTS_MAX: usize = 4;
+
+impl TaskStore for PostgresStore {
+    fn create(&self, command: &CreateCommand) -> Result<Answer, StoreError> {
+        let digest = command.request.digest();
+        let request = command.contract_request(&digest);
+        let unbound = contract::guard_create(&request, None, command.now_ms);
+        if unbound != Decision::AcceptTask {
+            return Ok(Answer::bare(unbound));
+        }
+        let record = command.admission_record(digest.clone());
+        let request_json = serde_json::to_string(&command.request).expect("requests serialise");
+        let mut client = self.lock()?;
+        for _ in 0..CREATE_ATTEMPTS_MAX {
+            if let Some(inserted) = insert_admission(&mut *client, &record, &request_json)? {
+                return Ok(Answer::new(Decision::AcceptTask, Some(inserted)));
+            }
+            // The key is bound: classify against the holder.
+            let sql = format!(
+                "SELECT {TASK_COLUMNS} FROM tasks WHERE auth_key = $1 AND idempotency_key = $2"
+            );
+            let bound = query_tasks(
+                &mut *client,
+                &sql,
+                &[&command.caller, &command.idempotency_key],
+                "create a task",
+            )?
+            .pop();
+            let decision = contract::guard_create(&request, bound.as_ref(), command.now_ms);
+            match (decision, bound) {
+                (Decision::AcceptTask, Some(expired)) => {
+                    // Release the expired holder's key and insert, in one transaction.
+                    let mut transaction = client.transaction().map_err(backend("create a task"))?;
+                    transaction
+                        .execute(
+                            "UPDATE tasks SET idempotency_key = NULL \
+                             WHERE task_id = $1 AND idempotency_key = $2",
+                            &[&expired.task_id, &command.idempotency_key],
+                        )
+                        .map_err(backend("create a task"))?;
+                    let inserted = insert_admission(&mut transaction, &record, &request_json)?;
+                    transaction.commit().map_err(backend("create a task"))?;
+                    if let Some(inserted) = inserted {
+                        return Ok(Answer::new(Decision::AcceptTask, Some(inserted)));
+                    }
+                }
+                (Decision::AcceptTask, None) => {} // the holder vanished (swept): insert again
+                (Decision::ReplayTask, bound) => {
+                    return Ok(Answer::new(Decision::ReplayTask, bound));
+                }
+                (decision, _) => return Ok(Answer::bare(decision)),
+            }
+        }
+        Err(StoreError::Backend {
+            operation: "create a task",
+            cause: format!(
+                "the idempotency key stayed contended after {CREATE_ATTEMPTS_MAX} attempts"
+            ),
+        })
+    }
+
+    fn transition(&self, command: &TransitionCommand) -> Result<Answer, StoreError> {
+        check_transition_command(command)?;
+        let sql = format!(
+            "UPDATE tasks SET status = $1, version = version + 1, \
+                 updated_at_ms = GREATEST(updated_at_ms, $2), outcome = $3, \
+                 status_message = COALESCE($4, status_message) \
+             WHERE task_id = $5 AND auth_key = $6 AND version = $7 \
+               AND status IN ({sources}) \
+               AND (expires_at_ms IS NULL OR expires_at_ms > $2) \
+             RETURNING {TASK_COLUMNS}",
+            sources = status_list(&legal_sources(command.next)),
+        );
+        let now_ms = sql_int(command.now_ms, "now_ms")?;
+        let expected = sql_int(command.expected_version, "expected_version")?;
+        let outcome = encode_outcome(&command.outcome);
+        let mut client = self.lock()?;
+        let applied = query_tasks(
+            &mut *client,
+            &sql,
+            &[
+                &command.next.as_str(),
+                &now_ms,
+                &outcome,
+                &command.status_message,
+                &command.task_id,
+                &command.caller,
+                &expected,
+            ],
+            "write a transition",
+        )?
+        .pop();
+        match applied {
+            Some(after) => Ok(Answer::new(Decision::ApplyTransition, Some(after))),
+            None => {
+                classify_refused_transition(command, read_task(&mut *client, &command.task_id)?)
+            }
+        }
+    }
+
+    fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        read_task(&mut *self.lock()?, task_id)
+    }
+
+    fn cancel(
+        &self,
+        negotiated: Negotiated,
+        caller: &str,
+        task_id: &str,
+        now_ms: u64,
+    ) -> Result<Answer, StoreError> {
+        if contract::guard_cancel(negotiated, caller, None, now_ms) == Decision::BlockCapability {
+            return Ok(Answer::bare(Decision::BlockCapability));
+        }
+        let sql = format!(
+            "UPDATE tasks SET status = 'cancelled', cancel_requested = TRUE, version = version + 1, \
+                 updated_at_ms = GREATEST(updated_at_ms, $1), status_message = $2 \
+             WHERE task_id = $3 AND auth_key = $4 AND status IN ({sources}) \
+               AND (expires_at_ms IS NULL OR expires_at_ms > $1) \
+             RETURNING {TASK_COLUMNS}",
+            sources = status_list(&legal_sources(TaskStatus::Cancelled)),
+        );
+        let now = sql_int(now_ms, "now_ms")?;
+        let mut client = self.lock()?;
+        let applied = query_tasks(
+            &mut *client,
+            &sql,
+            &[&now, &CANCEL_MESSAGE, &task_id, &caller],
+            "cancel a task",
+        )?
+        .pop();
+        match applied {
+            Some(after) => Ok(Answer::new(Decision::ApplyCancel, Some(after))),
+            None => classify_refused_cancel(
+                negotiated,
+                caller,
+                task_id,
+                now_ms,
+                read_task(&mut *client, task_id)?,
+            ),
+        }
+    }
+
+    fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        let position = query
+            .cursor
+            .as_deref()
+            .map(|cursor| decode_cursor(&self.cursor_secret, &query.caller, cursor));
+        let check = match &position {
+            None => CursorCheck::Absent,
+            Some(Some(_)) => CursorCheck::Valid,
+            Some(None) => CursorCheck::Invalid,
+        };
+        let decision = contract::guard_list(query.negotiated, check);
+        if decision != Decision::ListTenantFiltered {
+            return Ok(ListPage {
+                decision,
+                tasks: Vec::new(),
+                next_cursor: None,
+            });
+        }
+        let limit = page_limit(query.limit);
+        let (after_ms, after_id) = match position.flatten() {
+            Some(after) => (sql_int(after.created_at_ms, "cursor")?, after.task_id),
+            None => (-1, String::new()),
+        };
+        let sql = format!(
+            "SELECT {TASK_COLUMNS} FROM tasks \
+             WHERE auth_key = $1 AND (expires_at_ms IS NULL OR expires_at_ms > $2) \
+               AND (created_at_ms, task_id) > ($3, $4) \
+             ORDER BY created_at_ms, task_id LIMIT $5"
+        );
+        let now = sql_int(query.now_ms, "now_ms")?;
+        let fetch = (limit + 1) as i64;
+        let mut tasks = query_tasks(
+            &mut *self.lock()?,
+            &sql,
+            &[&query.caller, &now, &after_ms, &after_id, &fetch],
+            "list tasks",
+        )?;
+        let next_cursor = if tasks.len() > limit {
+            tasks.truncate(limit);
+            tasks.last().map(|last| {
+                encode_cursor(&self.cursor_secret, &query.caller, &ListPosition::of(last))
+            })
+        } else {
+            None
+        };
+        Ok(ListPage {
+            decision,
+            tasks,
+            next_cursor,
+        })
+    }
+
+    fn claim(
+        &self,
+        worker: &str,
+        now_ms: u64,
+        lease_ms: u64,
+        max: usize,
+    ) -> Result<Vec<OutboxClaim>, StoreError> {
+        let lease_expires_at_ms = now_ms.saturating_add(lease_ms);
+        let lease = sql_int(lease_expires_at_ms, "lease expiry")?;
+        let now = sql_int(now_ms, "now_ms")?;
+        let batch = max.min(CLAIM_BATCH_MAX) as i64;
+        let rows = self
+            .lock()?
+            .query(
+                "WITH c AS ( \
+                     UPDATE outbox o SET attempt = o.attempt + 1, lease_owner = $1, \
+                         lease_expires_at_ms = $2 \
+                     FROM (SELECT task_id FROM outbox \
+                           WHERE acked_at_ms IS NULL \
+                             AND (lease_expires_at_ms IS NULL OR lease_expires_at_ms <= $3) \
+                           ORDER BY enqueued_at_ms, task_id LIMIT $4 \
+                           FOR UPDATE SKIP LOCKED) ready \
+                     WHERE o.task_id = ready.task_id \
+                     RETURNING o.task_id, o.auth_key, o.request, o.attempt, o.enqueued_at_ms) \
+                 SELECT c.task_id, c.auth_key, c.request, c.attempt, t.version, t.status \
+                 FROM c JOIN tasks t ON t.task_id = c.task_id \
+                 ORDER BY c.enqueued_at_ms, c.task_id",
+                &[&worker, &lease, &now, &batch],
+            )
+            .map_err(backend("claim outbox entries"))?;
+        rows.iter()
+            .map(|row| {
+                let task_id: String = column(row, 0, "outbox.task_id", "?")?;
+                let request_text: String = column(row, 2, "outbox.request", &task_id)?;
+                let request: WrappedRequest =
+                    serde_json::from_str(&request_text).map_err(|error| StoreError::Corrupt {
+                        task_id: task_id.clone(),
+                        column: "outbox.request",
+                        detail: error.to_string(),
+                    })?;
+                let attempt: i64 = column(row, 3, "outbox.attempt", &task_id)?;
+                let version: i64 = column(row, 4, "version", &task_id)?;
+                let status: String = column(row, 5, "status", &task_id)?;
+                Ok(OutboxClaim {
+                    auth_key: column(row, 1, "outbox.auth_key", &task_id)?,
+                    request,
+                    attempt: u32::try_from(attempt).unwrap_or(u32::MAX),
+                    lease_expires_at_ms,
+                    task_version: u64::try_from(version).unwrap_or(0),
+                    task_status: super::row::parse_status(&status).ok_or_else(|| {
+                        StoreError::Corrupt {
+                            task_id: task_id.clone(),
+                            column: "status",
+                            detail: format!("unknown status {status:?}"),
+                        }
+                    })?,
+                    task_id,
+                })
+            })
+            .collect()
+    }
+
+    fn ack(&self, task_id: &str, attempt: u32, now_ms: u64) -> Result<bool, StoreError> {
+        let now = sql_int(now_ms, "now_ms")?;
+        let changed = self
+            .lock()?
+            .execute(
+                "UPDATE outbox SET acked_at_ms = $1, lease_owner = NULL, lease_expires_at_ms = NULL \
+                 WHERE task_id = $2 AND attempt = $3 AND acked_at_ms IS NULL",
+                &[&now, &task_id, &i64::from(attempt)],
+            )
+            .map_err(backend("ack an outbox entry"))?;
+        Ok(changed == 1)
+    }
+
+    fn release_expired_leases(&self, now_ms: u64) -> Result<usize, StoreError> {
+        let now = sql_int(now_ms, "now_ms")?;
+        let changed = self
+            .lock()?
+            .execute(
+                "UPDATE outbox SET lease_owner = NULL, lease_expires_at_ms = NULL \
+                 WHERE acked_at_ms IS NULL AND lease_expires_at_ms <= $1",
+                &[&now],
+            )
+            .map_err(backend("release expired leases"))?;
+        Ok(changed as usize)
+    }
+
+    fn sweep_expired(&self, now_ms: u64, max: usize) -> Result<usize, StoreError> {
+        let now = sql_int(now_ms, "now_ms")?;
+        let changed = self
+            .lock()?
+            .execute(
+                "DELETE FROM tasks WHERE task_id IN (SELECT task_id FROM tasks \
+                     WHERE expires_at_ms <= $1 ORDER BY expires_at_ms, task_id LIMIT $2)",
+                &[&now, &(max as i64)],
+            )
+            .map_err(backend("sweep expired tasks"))?;
+        Ok(changed as usize)
+    }
+
+    fn import(&self, records: &[TaskRecord]) -> Result<(), StoreError> {
+        for record in records {
+            if let Some(violation) = record.invariant_violation() {
+                return Err(StoreError::Invalid(format!(
+                    "task {}: {violation}",
+                    record.task_id
+                )));
+            }
+        }
+        let sql = format!("INSERT INTO tasks ({TASK_COLUMNS}) VALUES ({TASK_VALUES})");
+        let mut client = self.lock()?;
+        let mut transaction = client.transaction().map_err(backend("import tasks"))?;
+        let statement = transaction.prepare(&sql).map_err(backend("import tasks"))?;
+        for record in records {
+            let params = TaskParams::of(record)?;
+            // An error drops the transaction, which rolls everything back.
+            transaction
+                .execute(&statement, &params.bind(record))
+                .map_err(|error| {
+                    if is_unique_violation(&error) {
+                        StoreError::Duplicate {
+                            task_id: record.task_id.clone(),
+                        }
+                    } else {
+                        backend("import tasks")(error)
+                    }
+                })?;
+        }
+        transaction.commit().map_err(backend("import tasks"))
+    }
+}

@@ -1,0 +1,112 @@
+//! The row shape shared by the SQL adapters, and its checked decoding: a corrupted row
+//! becomes a [`StoreError::Corrupt`] naming the task and the column, never a panic.
+
+use super::StoreError;
+use crate::contract::{RequestDigest, TaskOutcome, TaskRecord, TaskStatus};
+
+/// The task columns, in the order [`RawRow`] reads them.
+pub(crate) const TASK_COLUMNS: &str = "task_id, auth_key, method, tool_name, request_digest, \
+    idempotency_key, status, version, created_at_ms, updated_at_ms, expires_at_ms, ttl_ms, \
+    poll_interval_ms, cancel_requested, outcome, status_message, correlation_id";
+
+/// A task row as the driver hands it over, before any checking.
+pub(crate) struct RawRow {
+    pub task_id: String,
+    pub auth_key: String,
+    pub method: String,
+    pub tool_name: String,
+    pub request_digest: String,
+    pub idempotency_key: Option<String>,
+    pub status: String,
+    pub version: i64,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub expires_at_ms: Option<i64>,
+    pub ttl_ms: Option<i64>,
+    pub poll_interval_ms: Option<i64>,
+    pub cancel_requested: bool,
+    pub outcome: Option<String>,
+    pub status_message: Option<String>,
+    pub correlation_id: String,
+}
+
+pub(crate) fn parse_status(text: &str) -> Option<TaskStatus> {
+    TaskStatus::ALL
+        .into_iter()
+        .find(|status| status.as_str() == text)
+}
+
+impl RawRow {
+    pub(crate) fn decode(self) -> Result<TaskRecord, StoreError> {
+        let task_id = self.task_id;
+        let corrupt = |column: &'static str, detail: String| StoreError::Corrupt {
+            task_id: task_id.clone(),
+            column,
+            detail,
+        };
+        let unsigned = |column: &'static str, value: i64| {
+            u64::try_from(value).map_err(|_| corrupt(column, format!("negative value {value}")))
+        };
+        let optional = |column: &'static str, value: Option<i64>| {
+            value.map(|v| unsigned(column, v)).transpose()
+        };
+        let record = TaskRecord {
+            auth_key: self.auth_key,
+            method: self.method,
+            tool_name: self.tool_name,
+            request_digest: RequestDigest::parse(&self.request_digest).ok_or_else(|| {
+                corrupt(
+                    "request_digest",
+                    format!("not a sha256 digest: {:?}", self.request_digest),
+                )
+            })?,
+            idempotency_key: self.idempotency_key,
+            status: parse_status(&self.status)
+                .ok_or_else(|| corrupt("status", format!("unknown status {:?}", self.status)))?,
+            version: unsigned("version", self.version)?,
+            created_at_ms: unsigned("created_at_ms", self.created_at_ms)?,
+            updated_at_ms: unsigned("updated_at_ms", self.updated_at_ms)?,
+            expires_at_ms: optional("expires_at_ms", self.expires_at_ms)?,
+            ttl_ms: optional("ttl_ms", self.ttl_ms)?,
+            poll_interval_ms: optional("poll_interval_ms", self.poll_interval_ms)?,
+            cancel_requested: self.cancel_requested,
+            outcome: self
+                .outcome
+                .map(|text| serde_json::from_str::<TaskOutcome>(&text))
+                .transpose()
+                .map_err(|error| corrupt("outcome", format!("not a stored outcome: {error}")))?,
+            status_message: self.status_message,
+            correlation_id: self.correlation_id,
+            task_id: task_id.clone(),
+        };
+        if let Some(violation) = record.invariant_violation() {
+            return Err(corrupt("*", violation.to_owned()));
+        }
+        Ok(record)
+    }
+}
+
+/// u64 → SQL BIGINT, refusing values SQL cannot hold.
+pub(crate) fn sql_int(value: u64, what: &str) -> Result<i64, StoreError> {
+    i64::try_from(value).map_err(|_| StoreError::Invalid(format!("{what} {value} exceeds i64")))
+}
+
+pub(crate) fn sql_opt_int(value: Option<u64>, what: &str) -> Result<Option<i64>, StoreError> {
+    value.map(|value| sql_int(value, what)).transpose()
+}
+
+pub(crate) fn encode_outcome(outcome: &Option<TaskOutcome>) -> Option<String> {
+    outcome
+        .as_ref()
+        .map(|outcome| serde_json::to_string(outcome).expect("a TaskOutcome always serialises"))
+}
+
+/// `'a', 'b'` — statuses as a SQL list. Built only from the closed status enum, never
+/// from input, so it is safe to splice into SQL text.
+pub(crate) fn status_list(statuses: &[TaskStatus]) -> String {
+    statuses
+        .iter()
+        .map(|status| format!("'{}'", status.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,673 @@
+//! `SqliteStore`: the embedded default (rusqlite, SQLite bundled).
+//!
+//! WAL mode, a busy timeout, foreign keys on, and `BEGIN IMMEDIATE` for every write
+//! transaction, so racing writers queue on the write lock instead of failing a read-to-
+//! write upgrade. The schema is created and migrated on open, under a schema version.
+//! One store holds one connection; give each thread its own store for parallelism.
+
+use super::row::{RawRow, TASK_COLUMNS, encode_outcome, sql_int, sql_opt_int, status_list};
+use super::{
+    Answer, CANCEL_MESSAGE, CLAIM_BATCH_MAX, CreateCommand, ListPage, ListQuery, OutboxClaim,
+    SqliteOptions, StoreError, StoreOptions, TaskStore, TransitionCommand, WrappedRequest,
+    check_transition_command, classify_refused_cancel, classify_refused_transition, legal_sources,
+    page_limit, random_secret,
+};
+use crate::contract::{
+    self, CursorCheck, Decision, ListPosition, Negotiated, TaskRecord, TaskStatus, decode_cursor,
+    encode_cursor,
+};
+use crate::sync::{Mutex, MutexGuard};
+use rusqlite::types::FromSql;
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+
+/// `PRAGMA synchronous`: how much a commit waits for the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Synchronous {
+    /// Survives power loss (fsync at every commit). The default.
+    Full,
+    /// Survives process crashes, not power loss. For tests and throwaway data.
+    Normal,
+}
+
+/// The schema version this build writes. Migrations below bring older files up to it.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// `MIGRATIONS[v]` moves a database from version `v` to `v + 1`.
+const MIGRATIONS: [&str; 1] = [r#"
+CREATE TABLE tasks (
+    task_id          TEXT PRIMARY KEY,
+    auth_key         TEXT NOT NULL,
+    method           TEXT NOT NULL,
+    tool_name        TEXT NOT NULL,
+    request_digest   TEXT NOT NULL,
+    idempotency_key  TEXT,
+    status           TEXT NOT NULL CHECK (status IN
+                       ('working', 'input_required', 'completed', 'failed', 'cancelled')),
+    version          INTEGER NOT NULL CHECK (version >= 1),
+    created_at_ms    INTEGER NOT NULL,
+    updated_at_ms    INTEGER NOT NULL,
+    expires_at_ms    INTEGER,
+    ttl_ms           INTEGER,
+    poll_interval_ms INTEGER,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    outcome          TEXT,
+    status_message   TEXT,
+    correlation_id   TEXT NOT NULL
+);
+CREATE UNIQUE INDEX tasks_idempotency ON tasks (auth_key, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+CREATE INDEX tasks_owner_order ON tasks (auth_key, created_at_ms, task_id);
+CREATE INDEX tasks_expiry ON tasks (expires_at_ms) WHERE expires_at_ms IS NOT NULL;
+CREATE TABLE outbox (
+    task_id             TEXT PRIMARY KEY REFERENCES tasks (task_id) ON DELETE CASCADE,
+    auth_key            TEXT NOT NULL,
+    request             TEXT NOT NULL,
+    enqueued_at_ms      INTEGER NOT NULL,
+    attempt             INTEGER NOT NULL DEFAULT 0,
+    lease_owner         TEXT,
+    lease_expires_at_ms INTEGER,
+    acked_at_ms         INTEGER
+);
+CREATE INDEX outbox_ready ON outbox (enqueued_at_ms, task_id) WHERE acked_at_ms IS NULL;
+"#];
+
+pub struct SqliteStore {
+    connection: Mutex<Connection>,
+    cursor_secret: Vec<u8>,
+}
+
+fn backend(operation: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {
+    move |error| StoreError::Backend {
+        operation,
+        cause: error.to_string(),
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `options.path` and migrates its schema.
+    pub fn open(
+        options: &SqliteOptions,
+        store_options: &StoreOptions,
+    ) -> Result<SqliteStore, StoreError> {
+        let target = format!("SQLite database {}", options.path.display());
+        let open_error = |error: rusqlite::Error| StoreError::Open {
+            target: target.clone(),
+            cause: error.to_string(),
+        };
+        let connection = Connection::open(&options.path).map_err(open_error)?;
+        let synchronous = match options.synchronous {
+            Synchronous::Full => "FULL",
+            Synchronous::Normal => "NORMAL",
+        };
+        // journal_mode answers with a row; the others do not.
+        let mode: String = connection
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .map_err(open_error)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Open {
+                target,
+                cause: format!("cannot switch to WAL mode (journal_mode is {mode})"),
+            });
+        }
+        connection
+            .execute_batch(&format!(
+                "PRAGMA synchronous = {synchronous}; PRAGMA foreign_keys = ON;"
+            ))
+            .map_err(open_error)?;
+        connection
+            .busy_timeout(std::time::Duration::from_millis(options.busy_timeout_ms))
+            .map_err(open_error)?;
+        let persisted_secret = migrate(&connection).map_err(|error| match error {
+            StoreError::Backend { cause, .. } => StoreError::Open {
+                target: target.clone(),
+                cause,
+            },
+            other => other,
+        })?;
+        Ok(SqliteStore {
+            connection: Mutex::new(connection),
+            cursor_secret: store_options
+                .cursor_secret
+                .clone()
+                .unwrap_or(persisted_secret),
+        })
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
+        self.connection.lock().map_err(|_| StoreError::Backend {
+            operation: "lock the SQLite connection",
+            cause: "a thread panicked while holding it".into(),
+        })
+    }
+}
+
+/// Creates or upgrades the schema in one immediate transaction; returns the persisted
+/// cursor secret. A newer schema is refused before anything is written.
+fn migrate(connection: &Connection) -> Result<Vec<u8>, StoreError> {
+    let failed = backend("migrate the schema");
+    connection
+        .execute_batch("BEGIN IMMEDIATE")
+        .map_err(&failed)?;
+    let result = (|| {
+        connection
+            .execute_batch(
+                "CREATE TABLE IF NOT EXISTS tasklatch_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+            )
+            .map_err(&failed)?;
+        let found: i64 = connection
+            .query_row(
+                "SELECT value FROM tasklatch_meta WHERE key = 'schema_version'",
+                [],
+                |row| row.get::<_, String>(0),
+            )
+            .optional()
+            .map_err(&failed)?
+            .map(|text| {
+                text.parse().map_err(|_| StoreError::Corrupt {
+                    task_id: String::new(),
+                    column: "tasklatch_meta.schema_version",
+                    detail: format!("not a number: {text:?}"),
+                })
+            })
+            .transpose()?
+            .unwrap_or(0);
+        if found > SCHEMA_VERSION {
+            return Err(StoreError::SchemaTooNew {
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        for step in &MIGRATIONS[usize::try_from(found).unwrap_or(0)..] {
+            connection.execute_batch(step).map_err(&failed)?;
+        }
+        connection
+            .execute(
+                "INSERT INTO tasklatch_meta (key, value) VALUES ('schema_version', ?1)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [SCHEMA_VERSION.to_string()],
+            )
+            .map_err(&failed)?;
+        let secret: Option<String> = connection
+            .query_row(
+                "SELECT value FROM tasklatch_meta WHERE key = 'cursor_secret'",
+                [],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(&failed)?;
+        match secret {
+            Some(hex) => decode_hex_secret(&hex),
+            None => {
+                let secret = random_secret()?;
+                connection
+                    .execute(
+                        "INSERT INTO tasklatch_meta (key, value) VALUES ('cursor_secret', ?1)",
+                        [crate::contract::sha256_hex(&secret)],
+                    )
+                    .map_err(&failed)?;
+                // The stored value is the secret's hash, used as the secret: 32 bytes
+                // either way, and the raw draw never sits on disk.
+                decode_hex_secret(&crate::contract::sha256_hex(&secret))
+            }
+        }
+    })();
+    match result {
+        Ok(secret) => {
+            connection.execute_batch("COMMIT").map_err(&failed)?;
+            Ok(secret)
+        }
+        Err(error) => {
+            let _ = connection.execute_batch("ROLLBACK");
+            Err(error)
+        }
+    }
+}
+
+pub(crate) fn decode_hex_secret(hex: &str) -> Result<Vec<u8>, StoreError> {
+    let corrupt = || StoreError::Corrupt {
+        task_id: String::new(),
+        column: "tasklatch_meta.cursor_secret",
+        detail: "not 64 hex digits".into(),
+    };
+    if hex.len() != 64 {
+        return Err(corrupt());
+    }
+    (0..64)
+        .step_by(2)
+        .map(|at| u8::from_str_radix(&hex[at..at + 2], 16).map_err(|_| corrupt()))
+        .collect()
+}
+
+/// Reads column `index` of a task row, naming the task and column if it does not decode.
+fn column<T: FromSql>(
+    row: &Row<'_>,
+    index: usize,
+    name: &'static str,
+    task_id: &str,
+) -> Result<T, StoreError> {
+    row.get(index).map_err(|error| StoreError::Corrupt {
+        task_id: task_id.to_owned(),
+        column: name,
+        detail: error.to_string(),
+    })
+}
+
+/// Decodes a row selected with [`TASK_COLUMNS`].
+fn task_row(row: &Row<'_>) -> Result<TaskRecord, StoreError> {
+    let id: String = column(row, 0, "task_id", "?")?;
+    let raw = RawRow {
+        auth_key: column(row, 1, "auth_key", &id)?,
+        method: column(row, 2, "method", &id)?,
+        tool_name: column(row, 3, "tool_name", &id)?,
+        request_digest: column(row, 4, "request_digest", &id)?,
+        idempotency_key: column(row, 5, "idempotency_key", &id)?,
+        status: column(row, 6, "status", &id)?,
+        version: column(row, 7, "version", &id)?,
+        created_at_ms: column(row, 8, "created_at_ms", &id)?,
+        updated_at_ms: column(row, 9, "updated_at_ms", &id)?,
+        expires_at_ms: column(row, 10, "expires_at_ms", &id)?,
+        ttl_ms: column(row, 11, "ttl_ms", &id)?,
+        poll_interval_ms: column(row, 12, "poll_interval_ms", &id)?,
+        cancel_requested: column(row, 13, "cancel_requested", &id)?,
+        outcome: column(row, 14, "outcome", &id)?,
+        status_message: column(row, 15, "status_message", &id)?,
+        correlation_id: column(row, 16, "correlation_id", &id)?,
+        task_id: id,
+    };
+    raw.decode()
+}
+
+/// Runs `sql` and decodes every row as a task.
+fn query_tasks(
+    connection: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    operation: &'static str,
+) -> Result<Vec<TaskRecord>, StoreError> {
+    let mut statement = connection.prepare_cached(sql).map_err(backend(operation))?;
+    let mut rows = statement.query(params).map_err(backend(operation))?;
+    let mut tasks = Vec::new();
+    while let Some(row) = rows.next().map_err(backend(operation))? {
+        tasks.push(task_row(row)?);
+    }
+    Ok(tasks)
+}
+
+fn read_task(connection: &Connection, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+    let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = ?1");
+    Ok(query_tasks(connection, &sql, [task_id], "read a task")?.pop())
+}
+
+fn insert_task(connection: &Connection, record: &TaskRecord) -> Result<(), StoreError> {
+    let sql = format!(
+        "INSERT INTO tasks ({TASK_COLUMNS}) VALUES \
+         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
+    );
+    let mut statement = connection
+        .prepare_cached(&sql)
+        .map_err(backend("insert a task"))?;
+    statement
+        .execute(params![
+            record.task_id,
+            record.auth_key,
+            record.method,
+            record.tool_name,
+            record.request_digest.as_str(),
+            record.idempotency_key,
+            record.status.as_str(),
+            sql_int(record.version, "version")?,
+            sql_int(record.created_at_ms, "created_at_ms")?,
+            sql_int(record.updated_at_ms, "updated_at_ms")?,
+            sql_opt_int(record.expires_at_ms, "expires_at_ms")?,
+            sql_opt_int(record.ttl_ms, "ttl_ms")?,
+            sql_opt_int(record.poll_interval_ms, "poll_interval_ms")?,
+            record.cancel_requested,
+            encode_outcome(&record.outcome),
+            record.status_message,
+            record.correlation_id,
+        ])
+        .map_err(|error| match error.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::ConstraintViolation)
+                if error.to_string().contains("tasks.task_id") =>
+            {
+                StoreError::Duplicate {
+                    task_id: record.task_id.clone(),
+                }
+            }
+            _ => backend("insert a task")(error),
+        })?;
+    Ok(())
+}
+
+impl TaskStore for SqliteStore {
+    fn create(&self, command: &CreateCommand) -> Result<Answer, StoreError> {
+        let digest = command.request.digest();
+        let request = command.contract_request(&digest);
+        // Refusals and synchronous calls precede idempotency: they never touch the database.
+        let unbound = contract::guard_create(&request, None, command.now_ms);
+        if unbound != Decision::AcceptTask {
+            return Ok(Answer::bare(unbound));
+        }
+        let failed = backend("create a task");
+        let mut connection = self.lock()?;
+        let transaction = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&failed)?;
+        let bound = match &command.idempotency_key {
+            Some(key) => {
+                let sql = format!(
+                    "SELECT {TASK_COLUMNS} FROM tasks WHERE auth_key = ?1 AND idempotency_key = ?2"
+                );
+                query_tasks(&transaction, &sql, [&command.caller, key], "create a task")?.pop()
+            }
+            None => None,
+        };
+        let decision = contract::guard_create(&request, bound.as_ref(), command.now_ms);
+        match decision {
+            Decision::AcceptTask => {
+                if let Some(expired) = &bound {
+                    transaction
+                        .execute(
+                            "UPDATE tasks SET idempotency_key = NULL WHERE task_id = ?1",
+                            [&expired.task_id],
+                        )
+                        .map_err(&failed)?;
+                }
+                let record = command.admission_record(digest);
+                insert_task(&transaction, &record)?;
+                transaction
+                    .prepare_cached(
+                        "INSERT INTO outbox (task_id, auth_key, request, enqueued_at_ms) \
+                         VALUES (?1, ?2, ?3, ?4)",
+                    )
+                    .and_then(|mut statement| {
+                        statement.execute(params![
+                            record.task_id,
+                            record.auth_key,
+                            serde_json::to_string(&command.request).expect("requests serialise"),
+                            sql_int(command.now_ms, "now_ms").unwrap_or(i64::MAX),
+                        ])
+                    })
+                    .map_err(&failed)?;
+                transaction.commit().map_err(&failed)?;
+                Ok(Answer::new(decision, Some(record)))
+            }
+            Decision::ReplayTask => Ok(Answer::new(decision, bound)),
+            _ => Ok(Answer::bare(decision)),
+        }
+    }
+
+    fn transition(&self, command: &TransitionCommand) -> Result<Answer, StoreError> {
+        check_transition_command(command)?;
+        let failed = backend("write a transition");
+        let sql = format!(
+            "UPDATE tasks SET status = ?1, version = version + 1, \
+                 updated_at_ms = max(updated_at_ms, ?2), outcome = ?3, \
+                 status_message = coalesce(?4, status_message) \
+             WHERE task_id = ?5 AND auth_key = ?6 AND version = ?7 \
+               AND status IN ({sources}) \
+               AND (expires_at_ms IS NULL OR expires_at_ms > ?2) \
+             RETURNING {TASK_COLUMNS}",
+            sources = status_list(&legal_sources(command.next)),
+        );
+        let mut connection = self.lock()?;
+        let transaction = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&failed)?;
+        let applied = query_tasks(
+            &transaction,
+            &sql,
+            params![
+                command.next.as_str(),
+                sql_int(command.now_ms, "now_ms")?,
+                encode_outcome(&command.outcome),
+                command.status_message,
+                command.task_id,
+                command.caller,
+                sql_int(command.expected_version, "expected_version")?,
+            ],
+            "write a transition",
+        )?
+        .pop();
+        let answer = match applied {
+            Some(after) => Answer::new(Decision::ApplyTransition, Some(after)),
+            None => {
+                classify_refused_transition(command, read_task(&transaction, &command.task_id)?)?
+            }
+        };
+        transaction.commit().map_err(&failed)?;
+        Ok(answer)
+    }
+
+    fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        read_task(&*self.lock()?, task_id)
+    }
+
+    fn cancel(
+        &self,
+        negotiated: Negotiated,
+        caller: &str,
+        task_id: &str,
+        now_ms: u64,
+    ) -> Result<Answer, StoreError> {
+        if contract::guard_cancel(negotiated, caller, None, now_ms) == Decision::BlockCapability {
+            return Ok(Answer::bare(Decision::BlockCapability));
+        }
+        let failed = backend("cancel a task");
+        let sql = format!(
+            "UPDATE tasks SET status = 'cancelled', cancel_requested = 1, version = version + 1, \
+                 updated_at_ms = max(updated_at_ms, ?1), status_message = ?2 \
+             WHERE task_id = ?3 AND auth_key = ?4 AND status IN ({sources}) \
+               AND (expires_at_ms IS NULL OR expires_at_ms > ?1) \
+             RETURNING {TASK_COLUMNS}",
+            sources = status_list(&legal_sources(TaskStatus::Cancelled)),
+        );
+        let mut connection = self.lock()?;
+        let transaction = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&failed)?;
+        let applied = query_tasks(
+            &transaction,
+            &sql,
+            params![sql_int(now_ms, "now_ms")?, CANCEL_MESSAGE, task_id, caller],
+            "cancel a task",
+        )?
+        .pop();
+        let answer = match applied {
+            Some(after) => Answer::new(Decision::ApplyCancel, Some(after)),
+            None => classify_refused_cancel(
+                negotiated,
+                caller,
+                task_id,
+                now_ms,
+                read_task(&transaction, task_id)?,
+            )?,
+        };
+        transaction.commit().map_err(&failed)?;
+        Ok(answer)
+    }
+
+    fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        let position = query
+            .cursor
+            .as_deref()
+            .map(|cursor| decode_cursor(&self.cursor_secret, &query.caller, cursor));
+        let check = match &position {
+            None => CursorCheck::Absent,
+            Some(Some(_)) => CursorCheck::Valid,
+            Some(None) => CursorCheck::Invalid,
+        };
+        let decision = contract::guard_list(query.negotiated, check);
+        if decision != Decision::ListTenantFiltered {
+            return Ok(ListPage {
+                decision,
+                tasks: Vec::new(),
+                next_cursor: None,
+            });
+        }
+        let limit = page_limit(query.limit);
+        let (after_ms, after_id) = match position.flatten() {
+            Some(after) => (sql_int(after.created_at_ms, "cursor")?, after.task_id),
+            None => (-1, String::new()),
+        };
+        // The caller is applied here, in the query: no other tenant's row is ever read.
+        let sql = format!(
+            "SELECT {TASK_COLUMNS} FROM tasks \
+             WHERE auth_key = ?1 AND (expires_at_ms IS NULL OR expires_at_ms > ?2) \
+               AND (created_at_ms > ?3 OR (created_at_ms = ?3 AND task_id > ?4)) \
+             ORDER BY created_at_ms, task_id LIMIT ?5"
+        );
+        let mut tasks = query_tasks(
+            &*self.lock()?,
+            &sql,
+            params![
+                query.caller,
+                sql_int(query.now_ms, "now_ms")?,
+                after_ms,
+                after_id,
+                (limit + 1) as i64
+            ],
+            "list tasks",
+        )?;
+        let next_cursor = if tasks.len() > limit {
+            tasks.truncate(limit);
+            tasks.last().map(|last| {
+                encode_cursor(&self.cursor_secret, &query.caller, &ListPosition::of(last))
+            })
+        } else {
+            None
+        };
+        Ok(ListPage {
+            decision,
+            tasks,
+            next_cursor,
+        })
+    }
+
+    fn claim(
+        &self,
+        worker: &str,
+        now_ms: u64,
+        lease_ms: u64,
+        max: usize,
+    ) -> Result<Vec<OutboxClaim>, StoreError> {
+        let failed = backend("claim outbox entries");
+        let lease_expires_at_ms = now_ms.saturating_add(lease_ms);
+        let mut connection = self.lock()?;
+        let transaction = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&failed)?;
+        let mut claimed: Vec<(i64, OutboxClaim)> = Vec::new();
+        {
+            let mut statement = transaction
+                .prepare_cached(
+                    "UPDATE outbox SET attempt = attempt + 1, lease_owner = ?1, lease_expires_at_ms = ?2 \
+                     WHERE task_id IN (SELECT task_id FROM outbox \
+                         WHERE acked_at_ms IS NULL \
+                           AND (lease_expires_at_ms IS NULL OR lease_expires_at_ms <= ?3) \
+                         ORDER BY enqueued_at_ms, task_id LIMIT ?4) \
+                     RETURNING task_id, auth_key, request, attempt, enqueued_at_ms",
+                )
+                .map_err(&failed)?;
+            let mut rows = statement
+                .query(params![
+                    worker,
+                    sql_int(lease_expires_at_ms, "lease expiry")?,
+                    sql_int(now_ms, "now_ms")?,
+                    max.min(CLAIM_BATCH_MAX) as i64
+                ])
+                .map_err(&failed)?;
+            while let Some(row) = rows.next().map_err(&failed)? {
+                let task_id: String = column(row, 0, "outbox.task_id", "?")?;
+                let request_text: String = column(row, 2, "outbox.request", &task_id)?;
+                let request: WrappedRequest =
+                    serde_json::from_str(&request_text).map_err(|error| StoreError::Corrupt {
+                        task_id: task_id.clone(),
+                        column: "outbox.request",
+                        detail: error.to_string(),
+                    })?;
+                let attempt: i64 = column(row, 3, "outbox.attempt", &task_id)?;
+                claimed.push((
+                    column(row, 4, "outbox.enqueued_at_ms", &task_id)?,
+                    OutboxClaim {
+                        auth_key: column(row, 1, "outbox.auth_key", &task_id)?,
+                        request,
+                        attempt: u32::try_from(attempt).unwrap_or(u32::MAX),
+                        lease_expires_at_ms,
+                        task_version: 0,
+                        task_status: TaskStatus::Working,
+                        task_id,
+                    },
+                ));
+            }
+        }
+        claimed.sort_by(|a, b| (a.0, &a.1.task_id).cmp(&(b.0, &b.1.task_id)));
+        let mut claims = Vec::with_capacity(claimed.len());
+        for (_, mut claim) in claimed {
+            // The outbox row cascades with its task, so the task is there.
+            let task = read_task(&transaction, &claim.task_id)?.ok_or_else(|| {
+                StoreError::Inconsistent(format!("outbox entry {} has no task", claim.task_id))
+            })?;
+            claim.task_version = task.version;
+            claim.task_status = task.status;
+            claims.push(claim);
+        }
+        transaction.commit().map_err(&failed)?;
+        Ok(claims)
+    }
+
+    fn ack(&self, task_id: &str, attempt: u32, now_ms: u64) -> Result<bool, StoreError> {
+        let changed = self
+            .lock()?
+            .prepare_cached(
+                "UPDATE outbox SET acked_at_ms = ?1, lease_owner = NULL, lease_expires_at_ms = NULL \
+                 WHERE task_id = ?2 AND attempt = ?3 AND acked_at_ms IS NULL",
+            )
+            .and_then(|mut statement| {
+                statement.execute(params![sql_int(now_ms, "now_ms").unwrap_or(i64::MAX), task_id, attempt])
+            })
+            .map_err(backend("ack an outbox entry"))?;
+        Ok(changed == 1)
+    }
+
+    fn release_expired_leases(&self, now_ms: u64) -> Result<usize, StoreError> {
+        self.lock()?
+            .execute(
+                "UPDATE outbox SET lease_owner = NULL, lease_expires_at_ms = NULL \
+                 WHERE acked_at_ms IS NULL AND lease_expires_at_ms <= ?1",
+                [sql_int(now_ms, "now_ms")?],
+            )
+            .map_err(backend("release expired leases"))
+    }
+
+    fn sweep_expired(&self, now_ms: u64, max: usize) -> Result<usize, StoreError> {
+        self.lock()?
+            .execute(
+                "DELETE FROM tasks WHERE task_id IN (SELECT task_id FROM tasks \
+                     WHERE expires_at_ms <= ?1 ORDER BY expires_at_ms, task_id LIMIT ?2)",
+                params![sql_int(now_ms, "now_ms")?, max as i64],
+            )
+            .map_err(backend("sweep expired tasks"))
+    }
+
+    fn import(&self, records: &[TaskRecord]) -> Result<(), StoreError> {
+        for record in records {
+            if let Some(violation) = record.invariant_violation() {
+                return Err(StoreError::Invalid(format!(
+                    "task {}: {violation}",
+                    record.task_id
+                )));
+            }
+        }
+        let failed = backend("import tasks");
+        let mut connection = self.lock()?;
+        let transaction = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&failed)?;
+        for record in records {
+            // An error drops the transaction, which rolls everything back.
+            insert_task(&transaction, record)?;
+        }
+        transaction.commit().map_err(&failed)
+    }
+}
