@@ -1,0 +1,280 @@
+//! Bad input to the stores: URLs that do not parse, databases that cannot be opened, a
+//! schema from a newer tasklatch, corrupted rows. Each gets an error naming its cause, and
+//! nothing stored is lost or half-written.
+
+mod support;
+
+use rusqlite::Connection;
+use tasklatch::store::{
+    SqliteOptions, SqliteStore, StoreError, StoreOptions, StoreUrl, Synchronous, open_store,
+};
+
+fn url_error(url: &str) -> String {
+    match StoreUrl::parse(url) {
+        Err(error @ StoreError::Url { .. }) => error.to_string(),
+        other => panic!("{url:?}: expected a URL error, got {other:?}"),
+    }
+}
+
+#[test]
+fn store_urls_parse_or_say_why_not() {
+    assert_eq!(StoreUrl::parse("memory:").unwrap(), StoreUrl::Memory);
+    match StoreUrl::parse("sqlite:/var/lib/x.db?synchronous=normal&busy_timeout_ms=250").unwrap() {
+        StoreUrl::Sqlite(options) => {
+            assert_eq!(options.path.to_str(), Some("/var/lib/x.db"));
+            assert_eq!(
+                (options.synchronous, options.busy_timeout_ms),
+                (Synchronous::Normal, 250)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    match StoreUrl::parse("sqlite://relative/x.db").unwrap() {
+        StoreUrl::Sqlite(options) => assert_eq!(options.path.to_str(), Some("relative/x.db")),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        StoreUrl::parse("postgresql://u@h/db").unwrap(),
+        StoreUrl::Postgres(_)
+    ));
+    for (url, words) in [
+        ("", "expected `memory:`"),
+        ("mysql://localhost/db", "expected `memory:`"),
+        ("sqlite:", "path is empty"),
+        ("sqlite:x.db?synchronous=sometimes", "use full or normal"),
+        ("sqlite:x.db?busy_timeout_ms=-1", "busy_timeout_ms"),
+        ("sqlite:x.db?journal=wal", "unknown parameter \"journal\""),
+        ("sqlite:x.db?synchronous", "has no `=`"),
+    ] {
+        let message = url_error(url);
+        assert!(message.contains(words), "{url:?}: {message}");
+        assert!(
+            message.contains(&format!("{url:?}")),
+            "the URL is named: {message}"
+        );
+    }
+}
+
+#[test]
+fn unopenable_databases_are_named() {
+    let error = open_store(
+        "sqlite:/nonexistent-dir/tasklatch/x.db",
+        &StoreOptions::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(matches!(error, StoreError::Open { .. }), "{error:?}");
+    assert!(
+        error
+            .to_string()
+            .contains("/nonexistent-dir/tasklatch/x.db"),
+        "{error}"
+    );
+    let scratch = support::Scratch::new("bad-input");
+    let garbage = scratch.join("garbage.db");
+    std::fs::write(
+        &garbage,
+        b"this is not a database, just some bytes that are long enough ......",
+    )
+    .unwrap();
+    let error = open_store(
+        &format!("sqlite:{}", garbage.display()),
+        &StoreOptions::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        error.to_string().contains("garbage.db") && error.to_string().contains("not a database"),
+        "{error}"
+    );
+    assert_eq!(
+        std::fs::read(&garbage).unwrap()[..12],
+        *b"this is not ",
+        "the file is left alone"
+    );
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn unreachable_postgres_is_named_without_its_password() {
+    let error = open_store(
+        "postgres://user:hunter2@127.0.0.1:1/db",
+        &StoreOptions::default(),
+    )
+    .err()
+    .unwrap();
+    let message = error.to_string();
+    assert!(matches!(error, StoreError::Open { .. }), "{error:?}");
+    assert!(
+        message.contains("127.0.0.1:1") && !message.contains("hunter2"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_newer_schema_is_refused_and_left_untouched() {
+    let scratch = support::Scratch::new("bad-input");
+    let path = scratch.join("future.db");
+    {
+        let connection = Connection::open(&path).unwrap();
+        connection
+            .execute_batch(
+                "CREATE TABLE tasklatch_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                 INSERT INTO tasklatch_meta VALUES ('schema_version', '99');
+                 CREATE TABLE future_things (x INTEGER);",
+            )
+            .unwrap();
+    }
+    let mut options = SqliteOptions::new(&path);
+    options.synchronous = Synchronous::Normal;
+    let error = SqliteStore::open(&options, &StoreOptions::default())
+        .err()
+        .unwrap();
+    assert_eq!(
+        error,
+        StoreError::SchemaTooNew {
+            found: 99,
+            supported: 1
+        }
+    );
+    assert!(error.to_string().contains("nothing was changed"), "{error}");
+    let connection = Connection::open(&path).unwrap();
+    let tables: Vec<String> = connection
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        tables,
+        ["future_things", "tasklatch_meta"],
+        "no v1 tables were created"
+    );
+}
+
+#[test]
+fn reopening_keeps_data_and_cursor_secret() {
+    let scratch = support::Scratch::new("bad-input");
+    let url = format!(
+        "sqlite:{}?synchronous=normal",
+        scratch.join("reopen.db").display()
+    );
+    let command = tasklatch::store::CreateCommand {
+        caller: "tenant-a/alice".into(),
+        negotiated: tasklatch::contract::Negotiated::FULL,
+        task_support: tasklatch::contract::TaskSupport::Optional,
+        task_requested: true,
+        idempotency_key: None,
+        request: tasklatch::store::WrappedRequest {
+            method: "tools/call".into(),
+            name: "export".into(),
+            arguments: None,
+        },
+        ttl_ms: None,
+        poll_interval_ms: None,
+        task_id: "t".into(),
+        correlation_id: "c".into(),
+        now_ms: 1,
+    };
+    let query = |cursor| tasklatch::store::ListQuery {
+        negotiated: tasklatch::contract::Negotiated::FULL,
+        caller: "tenant-a/alice".into(),
+        cursor,
+        limit: 1,
+        now_ms: 5,
+    };
+    let cursor = {
+        let store = open_store(&url, &StoreOptions::default()).unwrap();
+        store.create(&command).unwrap();
+        store
+            .create(&tasklatch::store::CreateCommand {
+                task_id: "u".into(),
+                now_ms: 2,
+                ..command.clone()
+            })
+            .unwrap();
+        store
+            .list(&query(None))
+            .unwrap()
+            .next_cursor
+            .expect("two tasks, page of one")
+    };
+    let store = open_store(&url, &StoreOptions::default()).unwrap();
+    let page = store.list(&query(Some(cursor))).unwrap();
+    assert_eq!(
+        page.decision,
+        tasklatch::contract::Decision::ListTenantFiltered,
+        "a cursor survives a restart"
+    );
+    assert_eq!(
+        page.tasks
+            .iter()
+            .map(|t| t.task_id.as_str())
+            .collect::<Vec<_>>(),
+        ["u"]
+    );
+}
+
+#[test]
+fn corrupted_rows_name_task_and_column_and_spare_the_rest() {
+    let scratch = support::Scratch::new("bad-input");
+    let path = scratch.join("corrupt.db");
+    let url = format!("sqlite:{}?synchronous=normal", path.display());
+    let store = open_store(&url, &StoreOptions::default()).unwrap();
+    let base = tasklatch::store::CreateCommand {
+        caller: "tenant-a/alice".into(),
+        negotiated: tasklatch::contract::Negotiated::FULL,
+        task_support: tasklatch::contract::TaskSupport::Optional,
+        task_requested: true,
+        idempotency_key: None,
+        request: tasklatch::store::WrappedRequest {
+            method: "tools/call".into(),
+            name: "export".into(),
+            arguments: None,
+        },
+        ttl_ms: None,
+        poll_interval_ms: None,
+        task_id: "good".into(),
+        correlation_id: "c".into(),
+        now_ms: 1,
+    };
+    store.create(&base).unwrap();
+    for id in ["bad-digest", "bad-outcome", "bad-time"] {
+        store
+            .create(&tasklatch::store::CreateCommand {
+                task_id: id.into(),
+                ..base.clone()
+            })
+            .unwrap();
+    }
+    let raw = Connection::open(&path).unwrap();
+    raw.execute_batch(
+        "UPDATE tasks SET request_digest = 'md5:123' WHERE task_id = 'bad-digest';
+         UPDATE tasks SET status = 'completed', outcome = '{not json' WHERE task_id = 'bad-outcome';
+         UPDATE tasks SET created_at_ms = -5 WHERE task_id = 'bad-time';",
+    )
+    .unwrap();
+    for (id, column) in [
+        ("bad-digest", "request_digest"),
+        ("bad-outcome", "outcome"),
+        ("bad-time", "created_at_ms"),
+    ] {
+        match store.get("tenant-a/alice", id, 10) {
+            Err(StoreError::Corrupt {
+                task_id,
+                column: named,
+                detail,
+            }) => {
+                assert_eq!((task_id.as_str(), named), (id, column), "{detail}");
+            }
+            other => panic!("{id}: expected a Corrupt error, got {other:?}"),
+        }
+    }
+    let good = store.get("tenant-a/alice", "good", 10).unwrap();
+    assert_eq!(
+        good.decision,
+        tasklatch::contract::Decision::ReturnStatus,
+        "other rows still serve"
+    );
+}
