@@ -31,6 +31,7 @@ compile_error!(
      `--cfg madsim` to it (e.g. RUSTFLAGS=\"-D warnings --cfg madsim\") or unset it."
 );
 
+pub mod bench;
 pub mod conformance;
 pub mod contract;
 pub mod fixture;

@@ -30,6 +30,36 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Benchmarks.
+    Bench {
+        #[command(subcommand)]
+        what: BenchCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Store throughput as a ratio to bare `UPDATE … WHERE id = ?` through the same driver.
+    Store {
+        /// SQLite store URL to measure (default: a scratch file, synchronous=normal).
+        #[arg(long)]
+        sqlite: Option<String>,
+        /// PostgreSQL URL to measure as well (needs a build with `--features postgres`).
+        #[arg(long)]
+        postgres: Option<String>,
+        /// Tasks per create+complete trial.
+        #[arg(long, default_value_t = 2_000)]
+        tasks: usize,
+        /// Concurrent writers in the contended workload.
+        #[arg(long, default_value_t = 8)]
+        writers: usize,
+        /// Transition attempts per writer per contended trial.
+        #[arg(long, default_value_t = 1_000)]
+        attempts: usize,
+        /// Trials per side (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        trials: usize,
+    },
 }
 
 const EXIT_MISMATCH: u8 = 1;
@@ -49,6 +79,32 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Replay { files, json } => replay(&files, json),
+        Command::Bench {
+            what:
+                BenchCommand::Store {
+                    sqlite,
+                    postgres,
+                    tasks,
+                    writers,
+                    attempts,
+                    trials,
+                },
+        } => {
+            let config = tasklatch::bench::BenchConfig {
+                tasks: tasks.max(1),
+                writers: writers.max(1),
+                attempts: attempts.max(1),
+                hot_rows: 16,
+                trials: trials.max(1),
+            };
+            match bench_store(sqlite, postgres, &config) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    ExitCode::from(EXIT_BAD_INPUT)
+                }
+            }
+        }
     }
 }
 
@@ -104,4 +160,53 @@ fn replay(files: &[PathBuf], json: bool) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+fn bench_store(
+    sqlite: Option<String>,
+    postgres: Option<String>,
+    config: &tasklatch::bench::BenchConfig,
+) -> Result<(), String> {
+    use tasklatch::bench::{SqliteTarget, bench_target, render};
+    use tasklatch::store::StoreUrl;
+    let run_id = format!("run{}", std::process::id());
+    let scratch = std::env::temp_dir().join(format!("tasklatch-bench-{}", std::process::id()));
+    let url = match sqlite {
+        Some(url) => url,
+        None => {
+            std::fs::create_dir_all(&scratch).map_err(|error| error.to_string())?;
+            format!(
+                "sqlite:{}?synchronous=normal",
+                scratch.join("bench.db").display()
+            )
+        }
+    };
+    let StoreUrl::Sqlite(options) = StoreUrl::parse(&url).map_err(|error| error.to_string())?
+    else {
+        return Err(format!("--sqlite wants a sqlite: URL, not {url:?}"));
+    };
+    let mut rows = Vec::new();
+    eprintln!("measuring sqlite ({url}) …");
+    rows.extend(
+        bench_target(&SqliteTarget { options }, config, &run_id)
+            .map_err(|error| error.to_string())?,
+    );
+    if let Some(url) = postgres {
+        #[cfg(feature = "postgres")]
+        {
+            eprintln!("measuring postgres …");
+            let target = tasklatch::bench::PostgresTarget {
+                url,
+                schema: format!("tasklatch_bench_{}", std::process::id()),
+            };
+            rows.extend(bench_target(&target, config, &run_id).map_err(|error| error.to_string())?);
+        }
+        #[cfg(not(feature = "postgres"))]
+        return Err(format!(
+            "--postgres {url:?}: this build has no PostgreSQL adapter (build with --features postgres)"
+        ));
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    print!("{}", render(&rows, config));
+    Ok(())
 }

@@ -301,10 +301,11 @@ fn run_races(label: &str, open: &dyn Fn() -> Box<dyn TaskStore>) {
     let (setup, a_store, b_store) = (open(), open(), open());
     let rounds = rounds();
     let mut violations = Vec::new();
-    println!(
+    // Printed as one block at the end, so parallel tests do not interleave their tables.
+    let mut table = vec![format!(
         "{label:<9} {:<32} {:>6} {:>6} {:>6}  {:<58} violations",
         "race", "rounds", "A won", "B won", "loser decisions"
-    );
+    )];
     for race in RACES {
         let mut tally = Tally::default();
         for n in 0..rounds {
@@ -315,7 +316,7 @@ fn run_races(label: &str, open: &dyn Fn() -> Box<dyn TaskStore>) {
             .iter()
             .map(|(decision, count)| format!("{decision}={count}"))
             .collect();
-        println!(
+        table.push(format!(
             "{label:<9} {:<32} {:>6} {:>6} {:>6}  {:<58} {}",
             race.name(),
             tally.rounds,
@@ -323,9 +324,10 @@ fn run_races(label: &str, open: &dyn Fn() -> Box<dyn TaskStore>) {
             tally.b_wins,
             losers.join(" "),
             tally.violations.len()
-        );
+        ));
         violations.extend(tally.violations.into_iter().take(5));
     }
+    println!("{}", table.join("\n"));
     assert!(
         violations.is_empty(),
         "{label}: race violations:\n{}",

@@ -351,6 +351,10 @@ pub(crate) fn classify_refused_cancel(
     Ok(Answer::new(decision, current))
 }
 
+/// Bound on an optimistic cancel's read → swap retries (each retry means the task changed
+/// between the two, which only a live task's working ↔ input_required flips can cause).
+pub const CANCEL_ATTEMPTS_MAX: usize = 8;
+
 /// The status message a requestor's cancel leaves on the task.
 pub const CANCEL_MESSAGE: &str = "cancelled by the requestor";
 

@@ -20,7 +20,8 @@ use crate::contract::{
 };
 use crate::sync::{Mutex, MutexGuard};
 use postgres::types::{FromSql, ToSql};
-use postgres::{Client, GenericClient, NoTls, Row};
+use postgres::{Client, GenericClient, NoTls, Row, Statement};
+use std::collections::HashMap;
 
 pub const SCHEMA_VERSION: i64 = 1;
 
@@ -63,8 +64,60 @@ CREATE INDEX outbox_ready ON outbox (enqueued_at_ms, task_id) WHERE acked_at_ms 
 "#];
 
 pub struct PostgresStore {
-    client: Mutex<Client>,
+    connection: Mutex<Connection>,
     cursor_secret: Vec<u8>,
+}
+
+/// One connection and its prepared statements: each SQL text is parsed once per
+/// connection, so an operation costs one round trip, not two (parse, then execute).
+struct Connection {
+    client: Client,
+    statements: HashMap<String, Statement>,
+}
+
+/// Bound on cached statements; the store uses a fixed set of SQL texts, far fewer.
+const STATEMENTS_MAX: usize = 64;
+
+impl Connection {
+    fn prepared(&mut self, sql: &str, operation: &'static str) -> Result<Statement, StoreError> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client.prepare(sql).map_err(backend(operation))?;
+        if self.statements.len() >= STATEMENTS_MAX {
+            self.statements.clear();
+        }
+        self.statements.insert(sql.to_owned(), statement.clone());
+        Ok(statement)
+    }
+
+    /// Prepares `sql` (cached) and decodes every row it returns as a task.
+    fn tasks(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        operation: &'static str,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let statement = self.prepared(sql, operation)?;
+        query_tasks(&mut self.client, &statement, params, operation)
+    }
+
+    fn read_task(&mut self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = $1");
+        Ok(self.tasks(&sql, &[&task_id], "read a task")?.pop())
+    }
+
+    fn execute(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        operation: &'static str,
+    ) -> Result<u64, StoreError> {
+        let statement = self.prepared(sql, operation)?;
+        self.client
+            .execute(&statement, params)
+            .map_err(backend(operation))
+    }
 }
 
 /// A readable cause: the server's message and SQLSTATE when there is one.
@@ -129,13 +182,16 @@ impl PostgresStore {
         }
         let persisted_secret = migrate(&mut client)?;
         Ok(PostgresStore {
-            client: Mutex::new(client),
+            connection: Mutex::new(Connection {
+                client,
+                statements: HashMap::new(),
+            }),
             cursor_secret: options.cursor_secret.clone().unwrap_or(persisted_secret),
         })
     }
 
-    fn lock(&self) -> Result<MutexGuard<'_, Client>, StoreError> {
-        self.client.lock().map_err(|_| StoreError::Backend {
+    fn lock(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
+        self.connection.lock().map_err(|_| StoreError::Backend {
             operation: "lock the PostgreSQL connection",
             cause: "a thread panicked while holding it".into(),
         })
@@ -260,25 +316,16 @@ fn task_row(row: &Row) -> Result<TaskRecord, StoreError> {
 
 fn query_tasks(
     client: &mut impl GenericClient,
-    sql: &str,
+    statement: &Statement,
     params: &[&(dyn ToSql + Sync)],
     operation: &'static str,
 ) -> Result<Vec<TaskRecord>, StoreError> {
-    let statement = client.prepare(sql).map_err(backend(operation))?;
     client
-        .query(&statement, params)
+        .query(statement, params)
         .map_err(backend(operation))?
         .iter()
         .map(task_row)
         .collect()
-}
-
-fn read_task(
-    client: &mut impl GenericClient,
-    task_id: &str,
-) -> Result<Option<TaskRecord>, StoreError> {
-    let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = $1");
-    Ok(query_tasks(client, &sql, &[&task_id], "read a task")?.pop())
 }
 
 /// Parameters `$1..$17` of a task row, in [`TASK_COLUMNS`] order.
@@ -337,24 +384,27 @@ const TASK_VALUES: &str =
 
 /// Inserts the task and its outbox entry in one statement. `Ok(None)`: the idempotency
 /// key is already bound (nothing was written).
-fn insert_admission(
-    client: &mut impl GenericClient,
-    record: &TaskRecord,
-    request_json: &str,
-) -> Result<Option<TaskRecord>, StoreError> {
-    let sql = format!(
+fn insert_admission_sql() -> String {
+    format!(
         "WITH t AS (INSERT INTO tasks ({TASK_COLUMNS}) VALUES ({TASK_VALUES}) \
              ON CONFLICT (auth_key, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
              RETURNING {TASK_COLUMNS}), \
          o AS (INSERT INTO outbox (task_id, auth_key, request, enqueued_at_ms) \
              SELECT task_id, auth_key, $18, created_at_ms FROM t RETURNING task_id) \
          SELECT {TASK_COLUMNS} FROM t"
-    );
+    )
+}
+
+fn insert_admission(
+    client: &mut impl GenericClient,
+    statement: &Statement,
+    record: &TaskRecord,
+    request_json: &str,
+) -> Result<Option<TaskRecord>, StoreError> {
     let params = TaskParams::of(record)?;
     let mut bound = params.bind(record);
     bound.push(&request_json);
-    let statement = client.prepare(&sql).map_err(backend("create a task"))?;
-    match client.query(&statement, &bound) {
+    match client.query(statement, &bound) {
         Ok(rows) => rows.first().map(task_row).transpose(),
         Err(error) if is_unique_violation(&error) => Err(StoreError::Duplicate {
             task_id: record.task_id.clone(),
@@ -377,27 +427,33 @@ impl TaskStore for PostgresStore {
         }
         let record = command.admission_record(digest.clone());
         let request_json = serde_json::to_string(&command.request).expect("requests serialise");
-        let mut client = self.lock()?;
+        let mut connection = self.lock()?;
+        let insert = connection.prepared(&insert_admission_sql(), "create a task")?;
         for _ in 0..CREATE_ATTEMPTS_MAX {
-            if let Some(inserted) = insert_admission(&mut *client, &record, &request_json)? {
+            if let Some(inserted) =
+                insert_admission(&mut connection.client, &insert, &record, &request_json)?
+            {
                 return Ok(Answer::new(Decision::AcceptTask, Some(inserted)));
             }
             // The key is bound: classify against the holder.
             let sql = format!(
                 "SELECT {TASK_COLUMNS} FROM tasks WHERE auth_key = $1 AND idempotency_key = $2"
             );
-            let bound = query_tasks(
-                &mut *client,
-                &sql,
-                &[&command.caller, &command.idempotency_key],
-                "create a task",
-            )?
-            .pop();
+            let bound = connection
+                .tasks(
+                    &sql,
+                    &[&command.caller, &command.idempotency_key],
+                    "create a task",
+                )?
+                .pop();
             let decision = contract::guard_create(&request, bound.as_ref(), command.now_ms);
             match (decision, bound) {
                 (Decision::AcceptTask, Some(expired)) => {
                     // Release the expired holder's key and insert, in one transaction.
-                    let mut transaction = client.transaction().map_err(backend("create a task"))?;
+                    let mut transaction = connection
+                        .client
+                        .transaction()
+                        .map_err(backend("create a task"))?;
                     transaction
                         .execute(
                             "UPDATE tasks SET idempotency_key = NULL \
@@ -405,7 +461,8 @@ impl TaskStore for PostgresStore {
                             &[&expired.task_id, &command.idempotency_key],
                         )
                         .map_err(backend("create a task"))?;
-                    let inserted = insert_admission(&mut transaction, &record, &request_json)?;
+                    let inserted =
+                        insert_admission(&mut transaction, &insert, &record, &request_json)?;
                     transaction.commit().map_err(backend("create a task"))?;
                     if let Some(inserted) = inserted {
                         return Ok(Answer::new(Decision::AcceptTask, Some(inserted)));
@@ -441,32 +498,30 @@ impl TaskStore for PostgresStore {
         let now_ms = sql_int(command.now_ms, "now_ms")?;
         let expected = sql_int(command.expected_version, "expected_version")?;
         let outcome = encode_outcome(&command.outcome);
-        let mut client = self.lock()?;
-        let applied = query_tasks(
-            &mut *client,
-            &sql,
-            &[
-                &command.next.as_str(),
-                &now_ms,
-                &outcome,
-                &command.status_message,
-                &command.task_id,
-                &command.caller,
-                &expected,
-            ],
-            "write a transition",
-        )?
-        .pop();
+        let mut connection = self.lock()?;
+        let applied = connection
+            .tasks(
+                &sql,
+                &[
+                    &command.next.as_str(),
+                    &now_ms,
+                    &outcome,
+                    &command.status_message,
+                    &command.task_id,
+                    &command.caller,
+                    &expected,
+                ],
+                "write a transition",
+            )?
+            .pop();
         match applied {
             Some(after) => Ok(Answer::new(Decision::ApplyTransition, Some(after))),
-            None => {
-                classify_refused_transition(command, read_task(&mut *client, &command.task_id)?)
-            }
+            None => classify_refused_transition(command, connection.read_task(&command.task_id)?),
         }
     }
 
     fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        read_task(&mut *self.lock()?, task_id)
+        self.lock()?.read_task(task_id)
     }
 
     fn cancel(
@@ -488,14 +543,14 @@ impl TaskStore for PostgresStore {
             sources = status_list(&legal_sources(TaskStatus::Cancelled)),
         );
         let now = sql_int(now_ms, "now_ms")?;
-        let mut client = self.lock()?;
-        let applied = query_tasks(
-            &mut *client,
-            &sql,
-            &[&now, &CANCEL_MESSAGE, &task_id, &caller],
-            "cancel a task",
-        )?
-        .pop();
+        let mut connection = self.lock()?;
+        let applied = connection
+            .tasks(
+                &sql,
+                &[&now, &CANCEL_MESSAGE, &task_id, &caller],
+                "cancel a task",
+            )?
+            .pop();
         match applied {
             Some(after) => Ok(Answer::new(Decision::ApplyCancel, Some(after))),
             None => classify_refused_cancel(
@@ -503,7 +558,7 @@ impl TaskStore for PostgresStore {
                 caller,
                 task_id,
                 now_ms,
-                read_task(&mut *client, task_id)?,
+                connection.read_task(task_id)?,
             ),
         }
     }
@@ -539,8 +594,7 @@ impl TaskStore for PostgresStore {
         );
         let now = sql_int(query.now_ms, "now_ms")?;
         let fetch = (limit + 1) as i64;
-        let mut tasks = query_tasks(
-            &mut *self.lock()?,
+        let mut tasks = self.lock()?.tasks(
             &sql,
             &[&query.caller, &now, &after_ms, &after_id, &fetch],
             "list tasks",
@@ -571,10 +625,9 @@ impl TaskStore for PostgresStore {
         let lease = sql_int(lease_expires_at_ms, "lease expiry")?;
         let now = sql_int(now_ms, "now_ms")?;
         let batch = max.min(CLAIM_BATCH_MAX) as i64;
-        let rows = self
-            .lock()?
-            .query(
-                "WITH c AS ( \
+        let mut connection = self.lock()?;
+        let statement = connection.prepared(
+            "WITH c AS ( \
                      UPDATE outbox o SET attempt = o.attempt + 1, lease_owner = $1, \
                          lease_expires_at_ms = $2 \
                      FROM (SELECT task_id FROM outbox \
@@ -587,8 +640,11 @@ impl TaskStore for PostgresStore {
                  SELECT c.task_id, c.auth_key, c.request, c.attempt, t.version, t.status \
                  FROM c JOIN tasks t ON t.task_id = c.task_id \
                  ORDER BY c.enqueued_at_ms, c.task_id",
-                &[&worker, &lease, &now, &batch],
-            )
+            "claim outbox entries",
+        )?;
+        let rows = connection
+            .client
+            .query(&statement, &[&worker, &lease, &now, &batch])
             .map_err(backend("claim outbox entries"))?;
         rows.iter()
             .map(|row| {
@@ -624,40 +680,34 @@ impl TaskStore for PostgresStore {
 
     fn ack(&self, task_id: &str, attempt: u32, now_ms: u64) -> Result<bool, StoreError> {
         let now = sql_int(now_ms, "now_ms")?;
-        let changed = self
-            .lock()?
-            .execute(
-                "UPDATE outbox SET acked_at_ms = $1, lease_owner = NULL, lease_expires_at_ms = NULL \
+        let changed = self.lock()?.execute(
+            "UPDATE outbox SET acked_at_ms = $1, lease_owner = NULL, lease_expires_at_ms = NULL \
                  WHERE task_id = $2 AND attempt = $3 AND acked_at_ms IS NULL",
-                &[&now, &task_id, &i64::from(attempt)],
-            )
-            .map_err(backend("ack an outbox entry"))?;
+            &[&now, &task_id, &i64::from(attempt)],
+            "ack an outbox entry",
+        )?;
         Ok(changed == 1)
     }
 
     fn release_expired_leases(&self, now_ms: u64) -> Result<usize, StoreError> {
         let now = sql_int(now_ms, "now_ms")?;
-        let changed = self
-            .lock()?
-            .execute(
-                "UPDATE outbox SET lease_owner = NULL, lease_expires_at_ms = NULL \
+        let changed = self.lock()?.execute(
+            "UPDATE outbox SET lease_owner = NULL, lease_expires_at_ms = NULL \
                  WHERE acked_at_ms IS NULL AND lease_expires_at_ms <= $1",
-                &[&now],
-            )
-            .map_err(backend("release expired leases"))?;
+            &[&now],
+            "release expired leases",
+        )?;
         Ok(changed as usize)
     }
 
     fn sweep_expired(&self, now_ms: u64, max: usize) -> Result<usize, StoreError> {
         let now = sql_int(now_ms, "now_ms")?;
-        let changed = self
-            .lock()?
-            .execute(
-                "DELETE FROM tasks WHERE task_id IN (SELECT task_id FROM tasks \
+        let changed = self.lock()?.execute(
+            "DELETE FROM tasks WHERE task_id IN (SELECT task_id FROM tasks \
                      WHERE expires_at_ms <= $1 ORDER BY expires_at_ms, task_id LIMIT $2)",
-                &[&now, &(max as i64)],
-            )
-            .map_err(backend("sweep expired tasks"))?;
+            &[&now, &(max as i64)],
+            "sweep expired tasks",
+        )?;
         Ok(changed as usize)
     }
 
@@ -672,7 +722,10 @@ impl TaskStore for PostgresStore {
         }
         let sql = format!("INSERT INTO tasks ({TASK_COLUMNS}) VALUES ({TASK_VALUES})");
         let mut client = self.lock()?;
-        let mut transaction = client.transaction().map_err(backend("import tasks"))?;
+        let mut transaction = client
+            .client
+            .transaction()
+            .map_err(backend("import tasks"))?;
         let statement = transaction.prepare(&sql).map_err(backend("import tasks"))?;
         for record in records {
             let params = TaskParams::of(record)?;
