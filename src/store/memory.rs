@@ -7,13 +7,12 @@
 //!
 //! Synchronisation comes only from `crate::sync`, so loom can compile this file.
 
-use crate::contract::{
-    self, Decision, ListPosition, Negotiated, TaskRecord, decode_cursor, encode_cursor,
-};
+use crate::contract::{self, Decision, Negotiated, TaskRecord};
 use crate::store::{
     Answer, CLAIM_BATCH_MAX, CreateCommand, ListPage, ListQuery, OutboxClaim, StoreError,
     StoreOptions, TaskStore, TransitionCommand, WrappedRequest, applied_transition,
-    cancelled_record, check_transition_command, page_limit, random_secret,
+    cancelled_record, check_transition_command, list_page, list_preamble, page_limit,
+    random_secret,
 };
 use crate::sync::{Mutex, MutexGuard};
 use std::collections::{BTreeMap, BTreeSet};
@@ -182,32 +181,20 @@ impl TaskStore for MemoryStore {
     }
 
     fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
-        let position = query
-            .cursor
-            .as_deref()
-            .map(|cursor| decode_cursor(&self.cursor_secret, &query.caller, cursor));
-        let check = match &position {
-            None => contract::CursorCheck::Absent,
-            Some(Some(_)) => contract::CursorCheck::Valid,
-            Some(None) => contract::CursorCheck::Invalid,
+        let after = match list_preamble(&self.cursor_secret, query) {
+            Ok(after) => after,
+            Err(refused) => return Ok(refused),
         };
-        let decision = contract::guard_list(query.negotiated, check);
-        if decision != Decision::ListTenantFiltered {
-            return Ok(ListPage {
-                decision,
-                tasks: Vec::new(),
-                next_cursor: None,
-            });
-        }
         let limit = page_limit(query.limit);
         let state = self.lock()?;
-        let start = match position.flatten() {
+        let start = match after {
             Some(after) => {
                 Bound::Excluded((query.caller.clone(), after.created_at_ms, after.task_id))
             }
             None => Bound::Included((query.caller.clone(), 0, String::new())),
         };
-        let mut tasks: Vec<TaskRecord> = state
+        // The per-owner index is the "query": no other tenant's entry is visited.
+        let tasks: Vec<TaskRecord> = state
             .by_owner
             .range((start, Bound::Unbounded))
             .take_while(|(owner, _, _)| *owner == query.caller)
@@ -216,19 +203,7 @@ impl TaskStore for MemoryStore {
             .take(limit + 1)
             .cloned()
             .collect();
-        let next_cursor = if tasks.len() > limit {
-            tasks.truncate(limit);
-            tasks.last().map(|last| {
-                encode_cursor(&self.cursor_secret, &query.caller, &ListPosition::of(last))
-            })
-        } else {
-            None
-        };
-        Ok(ListPage {
-            decision,
-            tasks,
-            next_cursor,
-        })
+        Ok(list_page(&self.cursor_secret, &query.caller, tasks, limit))
     }
 
     fn claim(

@@ -300,6 +300,57 @@ pub(crate) fn random_secret() -> Result<Vec<u8>, StoreError> {
     Ok(secret)
 }
 
+/// The contract's half of a list, shared by every adapter: decode the cursor for this
+/// caller and ask the guard. `Err(page)`: refused, answer with it. `Ok(after)`: fetch the
+/// caller's tasks strictly after `after`, in `(created_at_ms, task_id)` order, `limit + 1`
+/// of them, and hand them to [`list_page`].
+pub(crate) fn list_preamble(
+    secret: &[u8],
+    query: &ListQuery,
+) -> Result<Option<crate::contract::ListPosition>, ListPage> {
+    let position = query
+        .cursor
+        .as_deref()
+        .map(|cursor| crate::contract::decode_cursor(secret, &query.caller, cursor));
+    let check = match &position {
+        None => crate::contract::CursorCheck::Absent,
+        Some(Some(_)) => crate::contract::CursorCheck::Valid,
+        Some(None) => crate::contract::CursorCheck::Invalid,
+    };
+    let decision = crate::contract::guard_list(query.negotiated, check);
+    if decision == Decision::ListTenantFiltered {
+        Ok(position.flatten())
+    } else {
+        Err(ListPage {
+            decision,
+            tasks: Vec::new(),
+            next_cursor: None,
+        })
+    }
+}
+
+/// Cuts `limit + 1` fetched tasks to a page and, if one was left over, a cursor after it.
+pub(crate) fn list_page(
+    secret: &[u8],
+    caller: &str,
+    mut tasks: Vec<TaskRecord>,
+    limit: usize,
+) -> ListPage {
+    let next_cursor = if tasks.len() > limit {
+        tasks.truncate(limit);
+        tasks.last().map(|last| {
+            crate::contract::encode_cursor(secret, caller, &crate::contract::ListPosition::of(last))
+        })
+    } else {
+        None
+    };
+    ListPage {
+        decision: Decision::ListTenantFiltered,
+        tasks,
+        next_cursor,
+    }
+}
+
 /// Clamps a requested page size into `1..=LIST_LIMIT_MAX`.
 pub(crate) fn page_limit(limit: usize) -> usize {
     limit.clamp(1, LIST_LIMIT_MAX)

@@ -12,12 +12,9 @@ use super::{
     Answer, CANCEL_MESSAGE, CLAIM_BATCH_MAX, CreateCommand, ListPage, ListQuery, OutboxClaim,
     StoreError, StoreOptions, TaskStore, TransitionCommand, WrappedRequest,
     check_transition_command, classify_refused_cancel, classify_refused_transition, legal_sources,
-    page_limit, random_secret,
+    list_page, list_preamble, page_limit, random_secret,
 };
-use crate::contract::{
-    self, CursorCheck, Decision, ListPosition, Negotiated, TaskRecord, TaskStatus, decode_cursor,
-    encode_cursor,
-};
+use crate::contract::{self, Decision, Negotiated, TaskRecord, TaskStatus};
 use crate::sync::{Mutex, MutexGuard};
 use postgres::types::{FromSql, ToSql};
 use postgres::{Client, GenericClient, NoTls, Row, Statement};
@@ -564,25 +561,12 @@ impl TaskStore for PostgresStore {
     }
 
     fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
-        let position = query
-            .cursor
-            .as_deref()
-            .map(|cursor| decode_cursor(&self.cursor_secret, &query.caller, cursor));
-        let check = match &position {
-            None => CursorCheck::Absent,
-            Some(Some(_)) => CursorCheck::Valid,
-            Some(None) => CursorCheck::Invalid,
+        let after = match list_preamble(&self.cursor_secret, query) {
+            Ok(after) => after,
+            Err(refused) => return Ok(refused),
         };
-        let decision = contract::guard_list(query.negotiated, check);
-        if decision != Decision::ListTenantFiltered {
-            return Ok(ListPage {
-                decision,
-                tasks: Vec::new(),
-                next_cursor: None,
-            });
-        }
         let limit = page_limit(query.limit);
-        let (after_ms, after_id) = match position.flatten() {
+        let (after_ms, after_id) = match after {
             Some(after) => (sql_int(after.created_at_ms, "cursor")?, after.task_id),
             None => (-1, String::new()),
         };
@@ -594,24 +578,12 @@ impl TaskStore for PostgresStore {
         );
         let now = sql_int(query.now_ms, "now_ms")?;
         let fetch = (limit + 1) as i64;
-        let mut tasks = self.lock()?.tasks(
+        let tasks = self.lock()?.tasks(
             &sql,
             &[&query.caller, &now, &after_ms, &after_id, &fetch],
             "list tasks",
         )?;
-        let next_cursor = if tasks.len() > limit {
-            tasks.truncate(limit);
-            tasks.last().map(|last| {
-                encode_cursor(&self.cursor_secret, &query.caller, &ListPosition::of(last))
-            })
-        } else {
-            None
-        };
-        Ok(ListPage {
-            decision,
-            tasks,
-            next_cursor,
-        })
+        Ok(list_page(&self.cursor_secret, &query.caller, tasks, limit))
     }
 
     fn claim(

@@ -10,12 +10,10 @@ use super::{
     Answer, CANCEL_ATTEMPTS_MAX, CANCEL_MESSAGE, CLAIM_BATCH_MAX, CreateCommand, ListPage,
     ListQuery, OutboxClaim, SqliteOptions, StoreError, StoreOptions, TaskStore, TransitionCommand,
     WrappedRequest, applied_transition, cancelled_record, check_transition_command,
-    classify_refused_cancel, classify_refused_transition, legal_sources, page_limit, random_secret,
+    classify_refused_cancel, classify_refused_transition, legal_sources, list_page, list_preamble,
+    page_limit, random_secret,
 };
-use crate::contract::{
-    self, CursorCheck, Decision, ListPosition, Negotiated, TaskRecord, TaskStatus, decode_cursor,
-    encode_cursor,
-};
+use crate::contract::{self, Decision, Negotiated, TaskRecord, TaskStatus};
 use crate::sync::{Mutex, MutexGuard};
 use rusqlite::types::FromSql;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
@@ -517,25 +515,12 @@ impl TaskStore for SqliteStore {
     }
 
     fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
-        let position = query
-            .cursor
-            .as_deref()
-            .map(|cursor| decode_cursor(&self.cursor_secret, &query.caller, cursor));
-        let check = match &position {
-            None => CursorCheck::Absent,
-            Some(Some(_)) => CursorCheck::Valid,
-            Some(None) => CursorCheck::Invalid,
+        let after = match list_preamble(&self.cursor_secret, query) {
+            Ok(after) => after,
+            Err(refused) => return Ok(refused),
         };
-        let decision = contract::guard_list(query.negotiated, check);
-        if decision != Decision::ListTenantFiltered {
-            return Ok(ListPage {
-                decision,
-                tasks: Vec::new(),
-                next_cursor: None,
-            });
-        }
         let limit = page_limit(query.limit);
-        let (after_ms, after_id) = match position.flatten() {
+        let (after_ms, after_id) = match after {
             Some(after) => (sql_int(after.created_at_ms, "cursor")?, after.task_id),
             None => (-1, String::new()),
         };
@@ -546,7 +531,7 @@ impl TaskStore for SqliteStore {
                AND (created_at_ms > ?3 OR (created_at_ms = ?3 AND task_id > ?4)) \
              ORDER BY created_at_ms, task_id LIMIT ?5"
         );
-        let mut tasks = query_tasks(
+        let tasks = query_tasks(
             &*self.lock()?,
             &sql,
             params![
@@ -558,19 +543,7 @@ impl TaskStore for SqliteStore {
             ],
             "list tasks",
         )?;
-        let next_cursor = if tasks.len() > limit {
-            tasks.truncate(limit);
-            tasks.last().map(|last| {
-                encode_cursor(&self.cursor_secret, &query.caller, &ListPosition::of(last))
-            })
-        } else {
-            None
-        };
-        Ok(ListPage {
-            decision,
-            tasks,
-            next_cursor,
-        })
+        Ok(list_page(&self.cursor_secret, &query.caller, tasks, limit))
     }
 
     fn claim(
