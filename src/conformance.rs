@@ -951,6 +951,32 @@ fn cancel_is_atomic_and_wins(factory: &StoreFactory<'_>) -> Result<String, Strin
             .decision,
         Decision::AlreadyTerminal,
     )?;
+    // A worker may write `cancelled` itself: no requestor intent, and the answer is still
+    // exactly the stored record.
+    create_ok(
+        &*store,
+        &command(ALICE, "x2", None, "2026-07", 50),
+        Decision::AcceptTask,
+    )?;
+    let by_worker = store
+        .transition(&transition("x2", ALICE, 1, TaskStatus::Cancelled, 51))
+        .map_err(store_err("transition"))?;
+    same(
+        "worker cancel",
+        by_worker.decision,
+        Decision::ApplyTransition,
+    )?;
+    let stored = store.read("x2").map_err(store_err("read"))?;
+    same(
+        "worker cancel: answer is the stored record",
+        by_worker.record.as_ref(),
+        stored.as_ref(),
+    )?;
+    same(
+        "worker cancel: no requestor intent",
+        stored.map(|r| r.cancel_requested),
+        Some(false),
+    )?;
     let no_cancel = Negotiated {
         cancel: false,
         ..Negotiated::FULL

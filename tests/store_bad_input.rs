@@ -9,6 +9,27 @@ use tasklatch::store::{
     SqliteOptions, SqliteStore, StoreError, StoreOptions, StoreUrl, Synchronous, open_store,
 };
 
+/// A task-creating `tools/call` for tenant-a/alice.
+fn create_command(task_id: &str) -> tasklatch::store::CreateCommand {
+    tasklatch::store::CreateCommand {
+        caller: "tenant-a/alice".into(),
+        negotiated: tasklatch::contract::Negotiated::FULL,
+        task_support: tasklatch::contract::TaskSupport::Optional,
+        task_requested: true,
+        idempotency_key: None,
+        request: tasklatch::store::WrappedRequest {
+            method: "tools/call".into(),
+            name: "export".into(),
+            arguments: None,
+        },
+        ttl_ms: None,
+        poll_interval_ms: None,
+        task_id: task_id.into(),
+        correlation_id: "c".into(),
+        now_ms: 1,
+    }
+}
+
 fn url_error(url: &str) -> String {
     match StoreUrl::parse(url) {
         Err(error @ StoreError::Url { .. }) => error.to_string(),
@@ -160,23 +181,7 @@ fn reopening_keeps_data_and_cursor_secret() {
         "sqlite:{}?synchronous=normal",
         scratch.join("reopen.db").display()
     );
-    let command = tasklatch::store::CreateCommand {
-        caller: "tenant-a/alice".into(),
-        negotiated: tasklatch::contract::Negotiated::FULL,
-        task_support: tasklatch::contract::TaskSupport::Optional,
-        task_requested: true,
-        idempotency_key: None,
-        request: tasklatch::store::WrappedRequest {
-            method: "tools/call".into(),
-            name: "export".into(),
-            arguments: None,
-        },
-        ttl_ms: None,
-        poll_interval_ms: None,
-        task_id: "t".into(),
-        correlation_id: "c".into(),
-        now_ms: 1,
-    };
+    let command = create_command("t");
     let query = |cursor| tasklatch::store::ListQuery {
         negotiated: tasklatch::contract::Negotiated::FULL,
         caller: "tenant-a/alice".into(),
@@ -222,23 +227,7 @@ fn corrupted_rows_name_task_and_column_and_spare_the_rest() {
     let path = scratch.join("corrupt.db");
     let url = format!("sqlite:{}?synchronous=normal", path.display());
     let store = open_store(&url, &StoreOptions::default()).unwrap();
-    let base = tasklatch::store::CreateCommand {
-        caller: "tenant-a/alice".into(),
-        negotiated: tasklatch::contract::Negotiated::FULL,
-        task_support: tasklatch::contract::TaskSupport::Optional,
-        task_requested: true,
-        idempotency_key: None,
-        request: tasklatch::store::WrappedRequest {
-            method: "tools/call".into(),
-            name: "export".into(),
-            arguments: None,
-        },
-        ttl_ms: None,
-        poll_interval_ms: None,
-        task_id: "good".into(),
-        correlation_id: "c".into(),
-        now_ms: 1,
-    };
+    let base = create_command("good");
     store.create(&base).unwrap();
     for id in ["bad-digest", "bad-outcome", "bad-time"] {
         store

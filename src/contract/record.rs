@@ -118,9 +118,6 @@ impl TaskRecord {
         after.version = self.version + 1;
         // lastUpdatedAt never runs backwards, even if a caller's clock does.
         after.updated_at_ms = now_ms.max(self.updated_at_ms);
-        if next == TaskStatus::Cancelled {
-            after.cancel_requested = true;
-        }
         after.assert_invariants();
         after
     }

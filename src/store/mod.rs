@@ -422,9 +422,11 @@ pub(crate) fn applied_transition(current: &TaskRecord, command: &TransitionComma
     after
 }
 
-/// The record after an applied cancel: `cancelled`, intent set, version + 1.
+/// The record after an applied requestor cancel: `cancelled`, intent set, version + 1.
+/// (A worker that writes `cancelled` itself records no requestor intent.)
 pub(crate) fn cancelled_record(current: &TaskRecord, now_ms: u64) -> TaskRecord {
     let mut after = current.with_status(TaskStatus::Cancelled, now_ms);
+    after.cancel_requested = true;
     after.status_message = Some(CANCEL_MESSAGE.to_owned());
     after
 }
