@@ -35,5 +35,6 @@ pub mod bench;
 pub mod conformance;
 pub mod contract;
 pub mod fixture;
+pub mod runtime;
 pub mod store;
 mod sync;

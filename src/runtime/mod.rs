@@ -1,0 +1,400 @@
+//! The outbox → queue → worker runtime, written once: tokio runs it for real, madsim runs
+//! the same code in the simulation.
+//!
+//! - The **dispatcher** claims outbox entries under a lease and publishes them to the
+//!   queue. It never acknowledges an entry: the entry stays until its task is terminal,
+//!   and its lease expiring republishes it. So a lost message, a killed dispatcher or a
+//!   wiped queue costs time, never a task (no orphans).
+//! - A **worker** receives a message under a queue lease, reads the task (the version it
+//!   sees is the one its completion write will expect), runs the tool — the side effect —
+//!   and writes the terminal status by compare-and-swap. Then it acknowledges the outbox
+//!   entry (with the attempt that published it) and the message. Redelivery is expected:
+//!   a worker that finds the task terminal just acknowledges; a stale or late write is
+//!   refused by the store, never applied twice.
+//! - The **sweeper** deletes expired tasks and frees expired outbox leases.
+//!
+//! The worker is disposable; the record is not. Every loop is bounded per iteration and
+//! stops when the shutdown flag is set (or its node is killed, in the simulation).
+//! [`Probe`] marks the named points of DESIGN.md §7 so the simulation can kill there.
+
+pub mod env;
+pub mod queue;
+
+pub use env::{BoxFuture, Env, TokioEnv};
+pub use queue::{Delivery, MemoryQueue, Message, Queue, QueueError, Receipt};
+
+use crate::contract::{Decision, TaskOutcome, TaskRecord, TaskStatus};
+use crate::store::{StoreError, TaskStore, TransitionCommand, WrappedRequest};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// The named points of the runtime where a crash matters (DESIGN.md §7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Point {
+    /// Dispatcher: outbox entry claimed (leased), not yet published.
+    AfterOutboxClaim,
+    /// Dispatcher: published to the queue; the entry is only leased, not acknowledged.
+    AfterPublish,
+    /// Worker: message received and task read, side effect not yet run.
+    AfterClaim,
+    /// Worker: side effect done, completion not yet written.
+    AfterEffect,
+    /// Worker: completion written, outbox and message not yet acknowledged.
+    AfterCompletion,
+}
+
+impl Point {
+    pub const ALL: [Point; 5] = [
+        Point::AfterOutboxClaim,
+        Point::AfterPublish,
+        Point::AfterClaim,
+        Point::AfterEffect,
+        Point::AfterCompletion,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Point::AfterOutboxClaim => "after-outbox-claim",
+            Point::AfterPublish => "after-publish",
+            Point::AfterClaim => "after-claim",
+            Point::AfterEffect => "after-effect",
+            Point::AfterCompletion => "after-completion",
+        }
+    }
+}
+
+/// Observes the runtime passing a [`Point`]. In production it does nothing; the
+/// simulation awaits there (an await is where madsim can kill a node) or crashes.
+pub trait Probe: Send + Sync {
+    fn at(&self, point: Point, task_id: &str) -> BoxFuture<'static, ()>;
+}
+
+/// The production probe: returns at once.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoProbe;
+
+impl Probe for NoProbe {
+    fn at(&self, _point: Point, _task_id: &str) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::ready(()))
+    }
+}
+
+/// One tool invocation for a task.
+#[derive(Clone, Debug)]
+pub struct Invocation {
+    pub task: TaskRecord,
+    pub request: WrappedRequest,
+}
+
+/// Runs tools: the side effect. Must be idempotent per task id (a task may be delivered
+/// again after a crash between its effect and its completion write).
+pub trait Tools: Send + Sync {
+    fn run(&self, invocation: Invocation) -> BoxFuture<'static, TaskOutcome>;
+}
+
+/// Timing of the runtime's loops.
+#[derive(Clone, Debug)]
+pub struct RuntimeConfig {
+    /// How long a published outbox entry waits before it is republished (if its task is
+    /// still not terminal). Longer than a tool normally runs.
+    pub republish_after_ms: u64,
+    /// How long a received message is leased to its worker.
+    pub queue_lease_ms: u64,
+    /// Sleep when a loop finds nothing to do.
+    pub idle_ms: u64,
+    /// Entries the dispatcher claims per round.
+    pub dispatch_batch: usize,
+    /// Sweeper period and batch.
+    pub sweep_every_ms: u64,
+    pub sweep_batch: usize,
+    /// Delay before a message whose task changed under the worker is tried again.
+    pub retry_after_ms: u64,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> RuntimeConfig {
+        RuntimeConfig {
+            republish_after_ms: 30_000,
+            queue_lease_ms: 30_000,
+            idle_ms: 20,
+            dispatch_batch: 32,
+            sweep_every_ms: 1_000,
+            sweep_batch: 256,
+            retry_after_ms: 50,
+        }
+    }
+}
+
+/// Counters a runtime keeps (monotonic; for tests, benchmarks and the simulation's marks).
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub published: AtomicU64,
+    pub effects_run: AtomicU64,
+    pub completions_applied: AtomicU64,
+    /// Deliveries whose task was already terminal (duplicates absorbed).
+    pub duplicates_absorbed: AtomicU64,
+    /// Completion writes the store refused as stale or as a terminal rewrite.
+    pub writes_refused: AtomicU64,
+    pub store_errors: AtomicU64,
+}
+
+/// The runtime: store, queue, tools and environment, and the loops over them.
+pub struct Runtime {
+    pub store: Arc<dyn TaskStore>,
+    pub queue: Arc<dyn Queue>,
+    pub tools: Arc<dyn Tools>,
+    pub env: Arc<dyn Env>,
+    pub probe: Arc<dyn Probe>,
+    pub config: RuntimeConfig,
+    pub counters: Counters,
+    shutdown: AtomicBool,
+}
+
+/// What one worker step did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WorkStep {
+    Idle,
+    /// The task was terminal, gone or expired: acknowledged without running anything.
+    Absorbed,
+    /// The tool ran and the completion write returned this decision.
+    Ran(Decision),
+    /// The task changed under the worker (e.g. `input_required`): tried again later.
+    Retried,
+}
+
+impl Runtime {
+    pub fn new(
+        store: Arc<dyn TaskStore>,
+        queue: Arc<dyn Queue>,
+        tools: Arc<dyn Tools>,
+        env: Arc<dyn Env>,
+        probe: Arc<dyn Probe>,
+        config: RuntimeConfig,
+    ) -> Runtime {
+        Runtime {
+            store,
+            queue,
+            tools,
+            env,
+            probe,
+            config,
+            counters: Counters::default(),
+            shutdown: AtomicBool::new(false),
+        }
+    }
+
+    /// Asks every loop to stop after its current step.
+    pub fn shut_down(&self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_shut_down(&self) -> bool {
+        self.shutdown.load(Ordering::SeqCst)
+    }
+
+    /// One dispatcher round: claim due outbox entries and publish them. Returns how many
+    /// were published.
+    pub async fn dispatch_once(&self, dispatcher: &str) -> Result<usize, StoreError> {
+        let now_ms = self.env.now_ms();
+        let claims = self.store.claim(
+            dispatcher,
+            now_ms,
+            self.config.republish_after_ms,
+            self.config.dispatch_batch,
+        )?;
+        let mut published = 0;
+        for claim in claims {
+            if claim.task_status.is_terminal() {
+                // Finished (its worker died before acking): retire the entry.
+                self.store
+                    .ack(&claim.task_id, claim.attempt, self.env.now_ms())?;
+                continue;
+            }
+            self.probe.at(Point::AfterOutboxClaim, &claim.task_id).await;
+            let message = Message {
+                task_id: claim.task_id.clone(),
+                auth_key: claim.auth_key,
+                request: claim.request,
+                outbox_attempt: claim.attempt,
+            };
+            // A full queue is not an error for the entry: its lease expires and it is
+            // published again later.
+            if self.queue.publish(message, self.env.now_ms()).is_ok() {
+                published += 1;
+                self.counters.published.fetch_add(1, Ordering::Relaxed);
+            }
+            self.probe.at(Point::AfterPublish, &claim.task_id).await;
+        }
+        Ok(published)
+    }
+
+    /// One worker step: receive a message and carry its task to a terminal status.
+    pub async fn work_once(&self) -> Result<WorkStep, StoreError> {
+        let now_ms = self.env.now_ms();
+        let Some(delivery) = self
+            .queue
+            .receive(now_ms, self.config.queue_lease_ms)
+            .map_err(queue_error)?
+        else {
+            return Ok(WorkStep::Idle);
+        };
+        let message = &delivery.message;
+        // The version seen here is the one the completion write will expect.
+        let answer = self
+            .store
+            .get(&message.auth_key, &message.task_id, now_ms)?;
+        let task = match (answer.decision, answer.record) {
+            (Decision::ReturnStatus, Some(task)) if !task.status.is_terminal() => task,
+            (Decision::ReturnStatus, Some(_terminal)) => {
+                self.counters
+                    .duplicates_absorbed
+                    .fetch_add(1, Ordering::Relaxed);
+                self.finish(&delivery)?;
+                return Ok(WorkStep::Absorbed);
+            }
+            _ => {
+                // Gone or expired: nothing to run; the sweeper retires what is left.
+                self.queue.ack(delivery.receipt).map_err(queue_error)?;
+                return Ok(WorkStep::Absorbed);
+            }
+        };
+        if task.status == TaskStatus::InputRequired {
+            // Waiting for the requestor: look again later.
+            self.queue
+                .nack(delivery.receipt, now_ms + self.config.retry_after_ms)
+                .map_err(queue_error)?;
+            return Ok(WorkStep::Retried);
+        }
+        self.probe.at(Point::AfterClaim, &task.task_id).await;
+        let outcome = self
+            .tools
+            .run(Invocation {
+                task: task.clone(),
+                request: message.request.clone(),
+            })
+            .await;
+        self.counters.effects_run.fetch_add(1, Ordering::Relaxed);
+        self.probe.at(Point::AfterEffect, &task.task_id).await;
+        let next = match &outcome {
+            TaskOutcome::Result { result }
+                if result["isError"] == serde_json::Value::Bool(true) =>
+            {
+                TaskStatus::Failed
+            }
+            TaskOutcome::Result { .. } => TaskStatus::Completed,
+            TaskOutcome::RpcError { .. } => TaskStatus::Failed,
+        };
+        let written = self.store.transition(&TransitionCommand {
+            task_id: task.task_id.clone(),
+            caller: task.auth_key.clone(),
+            expected_version: task.version,
+            next,
+            outcome: Some(outcome),
+            status_message: None,
+            now_ms: self.env.now_ms(),
+        })?;
+        self.probe.at(Point::AfterCompletion, &task.task_id).await;
+        match written.decision {
+            Decision::ApplyTransition => {
+                self.counters
+                    .completions_applied
+                    .fetch_add(1, Ordering::Relaxed);
+                self.finish(&delivery)?;
+            }
+            Decision::IdempotentTerminal | Decision::BlockTerminalRewrite => {
+                // Someone else finished it (or it was cancelled): the stored fact stands.
+                self.counters.writes_refused.fetch_add(1, Ordering::Relaxed);
+                self.finish(&delivery)?;
+            }
+            Decision::BlockStaleVersion | Decision::BlockIllegalTransition => {
+                self.counters.writes_refused.fetch_add(1, Ordering::Relaxed);
+                self.queue
+                    .nack(
+                        delivery.receipt,
+                        self.env.now_ms() + self.config.retry_after_ms,
+                    )
+                    .map_err(queue_error)?;
+                return Ok(WorkStep::Retried);
+            }
+            _ => {
+                // Expired, gone or not ours: nothing more to do for this message.
+                self.counters.writes_refused.fetch_add(1, Ordering::Relaxed);
+                self.queue.ack(delivery.receipt).map_err(queue_error)?;
+            }
+        }
+        Ok(WorkStep::Ran(written.decision))
+    }
+
+    /// Retires a delivery whose task is terminal: the outbox entry, then the message.
+    fn finish(&self, delivery: &Delivery) -> Result<(), StoreError> {
+        let message = &delivery.message;
+        // False when the entry was republished meanwhile; that delivery will retire it.
+        self.store
+            .ack(&message.task_id, message.outbox_attempt, self.env.now_ms())?;
+        self.queue.ack(delivery.receipt).map_err(queue_error)?;
+        Ok(())
+    }
+
+    /// One sweeper round: expired tasks deleted, expired outbox leases freed.
+    pub fn sweep_once(&self) -> Result<(usize, usize), StoreError> {
+        let now_ms = self.env.now_ms();
+        let swept = self.store.sweep_expired(now_ms, self.config.sweep_batch)?;
+        let released = self.store.release_expired_leases(now_ms)?;
+        Ok((swept, released))
+    }
+
+    /// The dispatcher loop, until shutdown.
+    pub async fn run_dispatcher(self: Arc<Self>, name: String) {
+        while !self.is_shut_down() {
+            match self.dispatch_once(&name).await {
+                Ok(0) => self.env.sleep(self.config.idle_ms).await,
+                Ok(_) => {}
+                Err(_) => self.backoff().await,
+            }
+        }
+    }
+
+    /// A worker loop, until shutdown.
+    pub async fn run_worker(self: Arc<Self>) {
+        while !self.is_shut_down() {
+            match self.work_once().await {
+                Ok(WorkStep::Idle) => self.env.sleep(self.config.idle_ms).await,
+                Ok(_) => {}
+                Err(_) => self.backoff().await,
+            }
+        }
+    }
+
+    /// The sweeper loop, until shutdown.
+    pub async fn run_sweeper(self: Arc<Self>) {
+        while !self.is_shut_down() {
+            if self.sweep_once().is_err() {
+                self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+            }
+            self.env.sleep(self.config.sweep_every_ms).await;
+        }
+    }
+
+    /// Starts a dispatcher, `workers` workers and a sweeper on the environment.
+    pub fn start(self: &Arc<Self>, workers: usize) {
+        self.env
+            .spawn(Box::pin(self.clone().run_dispatcher("dispatcher".into())));
+        for _ in 0..workers {
+            self.env.spawn(Box::pin(self.clone().run_worker()));
+        }
+        self.env.spawn(Box::pin(self.clone().run_sweeper()));
+    }
+
+    async fn backoff(&self) {
+        self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+        let jitter_ms = self.env.random_u64() % self.config.idle_ms.max(1);
+        self.env.sleep(self.config.idle_ms + jitter_ms).await;
+    }
+}
+
+fn queue_error(error: QueueError) -> StoreError {
+    StoreError::Backend {
+        operation: "use the queue",
+        cause: error.to_string(),
+    }
+}

@@ -1,0 +1,189 @@
+//! The runtime (dispatcher, workers, sweeper) on real tokio over a real SQLite store:
+//! every task reaches one terminal status, each completed task has exactly one effect,
+//! cancelled tasks stay cancelled, expired tasks never run.
+
+mod support;
+
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tasklatch::contract::{Decision, Negotiated, TaskOutcome, TaskStatus, TaskSupport};
+use tasklatch::runtime::{
+    BoxFuture, Env, Invocation, MemoryQueue, NoProbe, Runtime, RuntimeConfig, TokioEnv, Tools,
+};
+use tasklatch::store::{
+    CreateCommand, SqliteOptions, SqliteStore, StoreOptions, Synchronous, TaskStore, WrappedRequest,
+};
+
+/// An export: writes one effect per task into a sink, idempotently.
+#[derive(Default)]
+struct Export {
+    /// task id → effect ids written (more than one would be a double effect).
+    sink: Mutex<BTreeMap<String, Vec<String>>>,
+}
+
+impl Tools for Export {
+    fn run(&self, invocation: Invocation) -> BoxFuture<'static, TaskOutcome> {
+        let task_id = invocation.task.task_id.clone();
+        let effect_id = {
+            let mut sink = self.sink.lock().unwrap();
+            let effects = sink.entry(task_id.clone()).or_default();
+            if effects.is_empty() {
+                effects.push(format!("export-{task_id}"));
+            }
+            effects[0].clone()
+        };
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(3)).await;
+            TaskOutcome::Result {
+                result: json!({ "content": [{ "type": "text", "text": effect_id }], "isError": false }),
+            }
+        })
+    }
+}
+
+fn create(store: &dyn TaskStore, n: usize, ttl_ms: Option<u64>, now_ms: u64) -> String {
+    let tenants = ["tenant-a/alice", "tenant-b/bob", "tenant-c/carol"];
+    let task_id = format!("task-{n:03}");
+    let answer = store
+        .create(&CreateCommand {
+            caller: tenants[n % 3].into(),
+            negotiated: Negotiated::FULL,
+            task_support: TaskSupport::Optional,
+            task_requested: true,
+            idempotency_key: Some(format!("k{n}")),
+            request: WrappedRequest {
+                method: "tools/call".into(),
+                name: "export".into(),
+                arguments: Some(json!({ "n": n })),
+            },
+            ttl_ms,
+            poll_interval_ms: Some(100),
+            task_id: task_id.clone(),
+            correlation_id: task_id.clone(),
+            now_ms,
+        })
+        .unwrap();
+    assert_eq!(answer.decision, Decision::AcceptTask);
+    task_id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_carries_every_task_to_one_terminal_status() {
+    let scratch = support::Scratch::new("runtime");
+    let mut options = SqliteOptions::new(scratch.join("store.db"));
+    options.synchronous = Synchronous::Normal;
+    let store: Arc<dyn TaskStore> =
+        Arc::new(SqliteStore::open(&options, &StoreOptions::default()).unwrap());
+    let env = Arc::new(TokioEnv);
+    let now = env.now_ms();
+    let mut normal = Vec::new();
+    let mut cancelled = Vec::new();
+    let mut expired = Vec::new();
+    for n in 0..60 {
+        match n % 12 {
+            0 => expired.push(create(&*store, n, Some(1), now.saturating_sub(10))),
+            1 => {
+                let id = create(&*store, n, None, now);
+                let owner = store.read(&id).unwrap().unwrap().auth_key;
+                assert_eq!(
+                    store
+                        .cancel(Negotiated::FULL, &owner, &id, now)
+                        .unwrap()
+                        .decision,
+                    Decision::ApplyCancel
+                );
+                cancelled.push(id);
+            }
+            _ => normal.push(create(&*store, n, Some(600_000), now)),
+        }
+    }
+    let export = Arc::new(Export::default());
+    let runtime = Arc::new(Runtime::new(
+        store.clone(),
+        Arc::new(MemoryQueue::default()),
+        export.clone(),
+        env.clone(),
+        Arc::new(NoProbe),
+        RuntimeConfig {
+            republish_after_ms: 400,
+            queue_lease_ms: 400,
+            idle_ms: 5,
+            sweep_every_ms: 50,
+            ..RuntimeConfig::default()
+        },
+    ));
+    runtime.start(3);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let done = normal.iter().all(|id| {
+            store
+                .read(id)
+                .unwrap()
+                .is_some_and(|task| task.status.is_terminal())
+        });
+        if done {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "tasks still running after 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Let the sweeper and dispatcher retire what is left, then stop.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    runtime.shut_down();
+
+    let sink = export.sink.lock().unwrap();
+    for id in &normal {
+        let task = store.read(id).unwrap().unwrap();
+        assert_eq!(
+            (task.status, task.version),
+            (TaskStatus::Completed, 2),
+            "{id}"
+        );
+        assert_eq!(sink.get(id).map(Vec::len), Some(1), "{id}: one effect");
+        let named = match &task.outcome {
+            Some(TaskOutcome::Result { result }) => {
+                result["content"][0]["text"].as_str().map(str::to_owned)
+            }
+            _ => None,
+        };
+        assert_eq!(
+            named.as_deref(),
+            Some(sink[id][0].as_str()),
+            "{id}: the result names its effect"
+        );
+    }
+    for id in &cancelled {
+        let task = store.read(id).unwrap().unwrap();
+        assert_eq!(task.status, TaskStatus::Cancelled, "{id} stays cancelled");
+        assert!(
+            !sink.contains_key(id),
+            "{id}: a task cancelled before dispatch never runs"
+        );
+    }
+    for id in &expired {
+        assert!(!sink.contains_key(id), "{id}: expired work never runs");
+        assert_eq!(store.read(id).unwrap(), None, "{id} swept");
+    }
+    let counters = &runtime.counters;
+    let applied = counters
+        .completions_applied
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(applied as usize, normal.len());
+    println!(
+        "runtime: {} tasks completed, {} cancelled, {} expired and swept; {} published, {} effects run",
+        normal.len(),
+        cancelled.len(),
+        expired.len(),
+        counters
+            .published
+            .load(std::sync::atomic::Ordering::Relaxed),
+        counters
+            .effects_run
+            .load(std::sync::atomic::Ordering::Relaxed),
+    );
+}
