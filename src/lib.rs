@@ -32,9 +32,12 @@ compile_error!(
 );
 
 pub mod bench;
+pub mod check;
 pub mod conformance;
 pub mod contract;
 pub mod fixture;
 pub mod runtime;
+#[cfg(all(feature = "sim", madsim))]
+pub mod sim;
 pub mod store;
 mod sync;

@@ -30,6 +30,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run a simulation scenario over a seed range (needs `--features sim`).
+    #[cfg(all(feature = "sim", madsim))]
+    Sim {
+        #[arg(long, default_value = "baseline")]
+        scenario: String,
+        /// Seed range `a..b` (half-open).
+        #[arg(long, default_value = "0..100")]
+        seeds: String,
+    },
+    /// Replay one seed deterministically and print its timeline and trace hash.
+    #[cfg(all(feature = "sim", madsim))]
+    Repro {
+        #[arg(long)]
+        scenario: String,
+        #[arg(long)]
+        seed: u64,
+    },
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -79,6 +96,10 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Replay { files, json } => replay(&files, json),
+        #[cfg(all(feature = "sim", madsim))]
+        Command::Sim { scenario, seeds } => sim::run(&scenario, &seeds),
+        #[cfg(all(feature = "sim", madsim))]
+        Command::Repro { scenario, seed } => sim::repro(&scenario, seed),
         Command::Bench {
             what:
                 BenchCommand::Store {
@@ -209,4 +230,89 @@ fn bench_store(
     let _ = std::fs::remove_dir_all(&scratch);
     print!("{}", render(&rows, config));
     Ok(())
+}
+
+#[cfg(all(feature = "sim", madsim))]
+mod sim {
+    use super::{EXIT_BAD_INPUT, EXIT_MISMATCH};
+    use std::process::ExitCode;
+    use tasklatch::sim::{Scenario, run_seed};
+
+    fn scenario(name: &str) -> Result<Scenario, String> {
+        match name {
+            "baseline" => Ok(Scenario::baseline()),
+            other => Err(format!("unknown scenario {other:?} (known: baseline)")),
+        }
+    }
+
+    pub fn run(name: &str, seeds: &str) -> ExitCode {
+        let parsed = seeds
+            .split_once("..")
+            .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
+            .filter(|(a, b)| a < b);
+        let (Ok(scenario), Some((first, end))) = (scenario(name), parsed) else {
+            eprintln!(
+                "error: --scenario {name:?} --seeds {seeds:?}: expected a known scenario and a..b"
+            );
+            return ExitCode::from(EXIT_BAD_INPUT);
+        };
+        let started = std::time::Instant::now();
+        let mut failing = 0u64;
+        let mut marks = std::collections::BTreeMap::<String, u64>::new();
+        for seed in first..end {
+            let outcome = run_seed(&scenario, seed);
+            for (mark, count) in &outcome.marks {
+                *marks.entry(mark.clone()).or_default() += count;
+            }
+            if let Some(first) = outcome.violations.first() {
+                failing += 1;
+                println!(
+                    "seed {seed}: {first}\n  reproduce: {}",
+                    outcome.repro_command()
+                );
+            }
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        println!(
+            "scenario {name}: {} seeds, {failing} with violations, {:.0} seeds/s",
+            end - first,
+            (end - first) as f64 / seconds.max(1e-9)
+        );
+        for (mark, count) in marks {
+            println!("  mark {mark:<28} {count}");
+        }
+        if failing == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(EXIT_MISMATCH)
+        }
+    }
+
+    pub fn repro(name: &str, seed: u64) -> ExitCode {
+        let scenario = match scenario(name) {
+            Ok(scenario) => scenario,
+            Err(error) => {
+                eprintln!("error: {error}");
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        };
+        let outcome = run_seed(&scenario, seed);
+        for line in &outcome.timeline {
+            println!("{line}");
+        }
+        for violation in &outcome.violations {
+            println!("VIOLATION {violation}");
+        }
+        println!(
+            "scenario {name} seed {seed}: {} events, {} violations, trace {}",
+            outcome.events,
+            outcome.violations.len(),
+            outcome.trace_hash
+        );
+        if outcome.violations.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(EXIT_MISMATCH)
+        }
+    }
 }

@@ -1,0 +1,403 @@
+//! The oracle: invariants I1–I10 of DESIGN.md §5 checked over a recorded history, apart
+//! from the system under test.
+//!
+//! The simulation records what clients invoked and what they got back (or that the answer
+//! was lost), what the store applied, and what the effect sink committed. The checker
+//! reads only that history: it never asks the store what it thinks of itself.
+//!
+//! Checked here: I1 one terminal, I2 cancel wins, I3 no stale write, I4 tenant isolation,
+//! I5 idempotent admission, I6 effect once, I7 expiry, I8 liveness. (I9 result shape and
+//! I10 notifications concern the MCP wire and arrive with the server.)
+
+use crate::contract::{Decision, TaskOutcome, TaskStatus};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// One thing that happened, in simulation order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// A client finished an operation on its side.
+    Client {
+        client: String,
+        caller: String,
+        op: ClientOp,
+        result: ClientResult,
+        at_ms: u64,
+    },
+    /// The store applied a change (creation, transition, cancel), with the record after it.
+    Applied {
+        task_id: String,
+        auth_key: String,
+        kind: AppliedKind,
+        expected_version: Option<u64>,
+        version: u64,
+        status: TaskStatus,
+        outcome: Option<TaskOutcome>,
+        expires_at_ms: Option<u64>,
+        at_ms: u64,
+    },
+    /// The effect sink committed an effect.
+    Effect {
+        task_id: String,
+        effect_id: String,
+        at_ms: u64,
+    },
+    /// A fault the supervisor injected, or a phase change.
+    Fault { what: String, at_ms: u64 },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AppliedKind {
+    Create,
+    Transition,
+    Cancel,
+}
+
+/// A client operation, as invoked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientOp {
+    Create {
+        idempotency_key: Option<String>,
+        digest: String,
+    },
+    Get {
+        task_id: String,
+    },
+    Result {
+        task_id: String,
+    },
+    Cancel {
+        task_id: String,
+    },
+    List,
+}
+
+/// What the client got back.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClientResult {
+    /// The answer arrived.
+    Ok {
+        decision: Decision,
+        /// Task ids and statuses the answer revealed (one, or a list page), with owners.
+        revealed: Vec<Revealed>,
+    },
+    /// The request failed before reaching the store (nothing happened).
+    Fail,
+    /// The answer was lost: the operation may or may not have happened.
+    Indeterminate,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Revealed {
+    pub task_id: String,
+    pub auth_key: String,
+    pub status: TaskStatus,
+    pub version: u64,
+}
+
+/// A broken invariant, with the events that show it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Violation {
+    pub invariant: &'static str,
+    pub task_id: String,
+    pub detail: String,
+    /// Indices into the history.
+    pub events: Vec<usize>,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} violated for task {}: {} (events {:?})",
+            self.invariant, self.task_id, self.detail, self.events
+        )
+    }
+}
+
+/// What the checker needs besides the history.
+#[derive(Clone, Debug, Default)]
+pub struct CheckContext {
+    /// Set when the run had a liveness phase that ended at this time: every accepted,
+    /// unexpired task must be terminal by then (I8).
+    pub liveness_deadline_ms: Option<u64>,
+}
+
+/// Checks every invariant; returns all violations found (empty: the history is clean).
+pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let mut tasks: BTreeMap<&str, TaskFacts<'_>> = BTreeMap::new();
+    for (index, event) in history.iter().enumerate() {
+        match event {
+            Event::Applied { task_id, .. } => tasks.entry(task_id).or_default().applied.push(index),
+            Event::Effect { task_id, .. } => tasks.entry(task_id).or_default().effects.push(index),
+            Event::Client {
+                result: ClientResult::Ok { revealed, .. },
+                ..
+            } => {
+                for seen in revealed {
+                    tasks.entry(&seen.task_id).or_default().reads.push(index);
+                }
+            }
+            _ => {}
+        }
+    }
+    for (task_id, facts) in &tasks {
+        check_task(history, task_id, facts, context, &mut violations);
+    }
+    check_clients(history, &mut violations);
+    violations
+}
+
+#[derive(Default)]
+struct TaskFacts<'h> {
+    applied: Vec<usize>,
+    effects: Vec<usize>,
+    reads: Vec<usize>,
+    _history: std::marker::PhantomData<&'h ()>,
+}
+
+fn violation(
+    invariant: &'static str,
+    task_id: &str,
+    detail: String,
+    events: Vec<usize>,
+) -> Violation {
+    Violation {
+        invariant,
+        task_id: task_id.to_owned(),
+        detail,
+        events,
+    }
+}
+
+fn check_task(
+    history: &[Event],
+    task_id: &str,
+    facts: &TaskFacts<'_>,
+    context: &CheckContext,
+    out: &mut Vec<Violation>,
+) {
+    let mut last_version = 0u64;
+    let mut terminal: Option<(usize, TaskStatus, Option<&TaskOutcome>)> = None;
+    let mut expires_at: Option<u64> = None;
+    for &index in &facts.applied {
+        let Event::Applied {
+            kind,
+            expected_version,
+            version,
+            status,
+            outcome,
+            expires_at_ms,
+            at_ms,
+            ..
+        } = &history[index]
+        else {
+            continue;
+        };
+        if *kind == AppliedKind::Create {
+            expires_at = *expires_at_ms;
+        } else if let Some(expires) = expires_at
+            && *at_ms >= expires
+        {
+            out.push(violation(
+                "I7",
+                task_id,
+                format!("a change applied at {at_ms} ms, at or after expiry {expires} ms"),
+                vec![index],
+            ));
+        }
+        // I3: every change against the version it expected; versions grow by exactly one.
+        if *version != last_version + 1 {
+            out.push(violation(
+                "I3",
+                task_id,
+                format!("version {last_version} -> {version}"),
+                vec![index],
+            ));
+        }
+        if let Some(expected) = expected_version
+            && *expected != last_version
+        {
+            out.push(violation(
+                "I3",
+                task_id,
+                format!("applied at expected version {expected}, stored was {last_version}"),
+                vec![index],
+            ));
+        }
+        last_version = *version;
+        // I1: at most one terminal, after which nothing changes.
+        if let Some((first, first_status, _)) = terminal {
+            out.push(violation(
+                "I1",
+                task_id,
+                format!("{first_status} was rewritten as {status}"),
+                vec![first, index],
+            ));
+        }
+        if status.is_terminal() {
+            terminal = Some((index, *status, outcome.as_ref()));
+        }
+    }
+    // Reads must agree with the applied history: nothing after a terminal status differs.
+    let mut cancel_acknowledged: Option<usize> = None;
+    for &index in &facts.reads {
+        let Event::Client {
+            op,
+            result: ClientResult::Ok { decision, revealed },
+            ..
+        } = &history[index]
+        else {
+            continue;
+        };
+        if *decision == Decision::ApplyCancel
+            && matches!(op, ClientOp::Cancel { task_id: t } if t == task_id)
+        {
+            cancel_acknowledged = Some(index);
+        }
+        for seen in revealed.iter().filter(|seen| seen.task_id == task_id) {
+            if let Some((first, first_status, _)) = terminal
+                && first < index
+                && seen.status != first_status
+            {
+                out.push(violation(
+                    "I1",
+                    task_id,
+                    format!("read {} after terminal {first_status}", seen.status),
+                    vec![first, index],
+                ));
+            }
+            // I2: once a cancel is acknowledged, no read shows completed or failed.
+            if let Some(cancel) = cancel_acknowledged
+                && cancel < index
+                && matches!(seen.status, TaskStatus::Completed | TaskStatus::Failed)
+            {
+                out.push(violation(
+                    "I2",
+                    task_id,
+                    format!("read {} after an acknowledged cancel", seen.status),
+                    vec![cancel, index],
+                ));
+            }
+        }
+    }
+    // I6: at most one committed effect, and a completed result names it.
+    if facts.effects.len() > 1 {
+        out.push(violation(
+            "I6",
+            task_id,
+            format!("{} committed effects", facts.effects.len()),
+            facts.effects.clone(),
+        ));
+    }
+    if let Some((index, TaskStatus::Completed, Some(TaskOutcome::Result { result }))) = terminal {
+        let named = result["effect"].as_str();
+        let committed = facts.effects.first().and_then(|&e| match &history[e] {
+            Event::Effect { effect_id, .. } => Some(effect_id.as_str()),
+            _ => None,
+        });
+        if named.is_some() && named != committed {
+            out.push(violation(
+                "I6",
+                task_id,
+                format!("result names effect {named:?}, the sink holds {committed:?}"),
+                vec![index],
+            ));
+        }
+    }
+    // I8: after the faults healed, every accepted, unexpired task is terminal.
+    if let Some(deadline) = context.liveness_deadline_ms {
+        let created = facts.applied.iter().any(|&i| {
+            matches!(
+                &history[i],
+                Event::Applied {
+                    kind: AppliedKind::Create,
+                    ..
+                }
+            )
+        });
+        let unexpired = expires_at.is_none_or(|expires| expires > deadline);
+        if created && unexpired && terminal.is_none() {
+            out.push(violation("I8", task_id, format!("not terminal by the liveness deadline {deadline} ms (last version {last_version})"), facts.applied.clone()));
+        }
+    }
+}
+
+/// I4 and I5, per client and caller.
+fn check_clients(history: &[Event], out: &mut Vec<Violation>) {
+    // (caller, key) → (digest, task id, event) of the first accepted creation.
+    let mut admitted: BTreeMap<(&str, &str), (&str, &str, usize)> = BTreeMap::new();
+    let mut tasks_per_key: BTreeMap<(&str, &str), BTreeSet<&str>> = BTreeMap::new();
+    for (index, event) in history.iter().enumerate() {
+        let Event::Client {
+            caller,
+            op,
+            result: ClientResult::Ok { decision, revealed },
+            ..
+        } = event
+        else {
+            continue;
+        };
+        // I4: nothing another tenant owns is ever revealed to this caller.
+        for seen in revealed {
+            if seen.auth_key != *caller {
+                out.push(violation(
+                    "I4",
+                    &seen.task_id,
+                    format!("{caller} was shown a task of {}", seen.auth_key),
+                    vec![index],
+                ));
+            }
+        }
+        let ClientOp::Create {
+            idempotency_key: Some(key),
+            digest,
+        } = op
+        else {
+            continue;
+        };
+        let Some(task) = revealed.first() else {
+            continue;
+        };
+        let slot = (caller.as_str(), key.as_str());
+        match decision {
+            Decision::AcceptTask | Decision::ReplayTask => {
+                tasks_per_key.entry(slot).or_default().insert(&task.task_id);
+                match admitted.get(&slot) {
+                    Some((first_digest, first_id, first)) => {
+                        if first_digest != digest {
+                            out.push(violation(
+                                "I5",
+                                &task.task_id,
+                                format!("key {key} admitted two digests"),
+                                vec![*first, index],
+                            ));
+                        } else if *first_id != task.task_id {
+                            out.push(violation(
+                                "I5",
+                                &task.task_id,
+                                format!("key {key} gave tasks {first_id} and {}", task.task_id),
+                                vec![*first, index],
+                            ));
+                        }
+                    }
+                    None => {
+                        admitted.insert(slot, (digest, &task.task_id, index));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for ((caller, key), ids) in tasks_per_key {
+        if ids.len() > 1 {
+            out.push(violation(
+                "I5",
+                ids.iter().next().copied().unwrap_or(""),
+                format!("{caller} key {key} bound to {} tasks", ids.len()),
+                vec![],
+            ));
+        }
+    }
+}
