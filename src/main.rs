@@ -239,10 +239,7 @@ mod sim {
     use tasklatch::sim::{Scenario, run_seed};
 
     fn scenario(name: &str) -> Result<Scenario, String> {
-        match name {
-            "baseline" => Ok(Scenario::baseline()),
-            other => Err(format!("unknown scenario {other:?} (known: baseline)")),
-        }
+        Scenario::by_name(name)
     }
 
     pub fn run(name: &str, seeds: &str) -> ExitCode {

@@ -67,6 +67,10 @@ impl Point {
 /// simulation awaits there (an await is where madsim can kill a node) or crashes.
 pub trait Probe: Send + Sync {
     fn at(&self, point: Point, task_id: &str) -> BoxFuture<'static, ()>;
+
+    /// Notes that something worth counting happened (e.g. `duplicate-absorbed`); the
+    /// simulation turns these into coverage marks.
+    fn observe(&self, _what: &'static str) {}
 }
 
 /// The production probe: returns at once.
@@ -249,11 +253,13 @@ impl Runtime {
                 self.counters
                     .duplicates_absorbed
                     .fetch_add(1, Ordering::Relaxed);
+                self.probe.observe("duplicate-absorbed");
                 self.finish(&delivery)?;
                 return Ok(WorkStep::Absorbed);
             }
             _ => {
                 // Gone or expired: nothing to run; the sweeper retires what is left.
+                self.probe.observe("expired-before-run");
                 self.queue.ack(delivery.receipt).map_err(queue_error)?;
                 return Ok(WorkStep::Absorbed);
             }

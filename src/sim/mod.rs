@@ -7,9 +7,11 @@
 //! seed on a fresh OS thread and returns its outcome and trace hash; the same seed gives
 //! the same hash.
 
+mod scenario;
 mod world;
 
-pub use world::{Knobs, Scenario, SimOutcome, run_seed, seeds_from_env};
+pub use scenario::{Faults, KNOWN_MARKS, SCENARIO_SCHEMA, Scenario};
+pub use world::{Knobs, SimOutcome, run_seed, seeds_from_env};
 
 use crate::runtime::{BoxFuture, Env};
 use std::time::Duration;

@@ -2,6 +2,7 @@
 //! nodes, a sweeper node and one client node per tenant, driven by a supervisor that
 //! injects faults during a safety phase and then lets the system heal (liveness phase).
 
+use super::scenario::Scenario;
 use super::{SIM_EPOCH_MS, SimEnv};
 use crate::check::{
     self, AppliedKind, CheckContext, ClientOp, ClientResult, Event, Revealed, Violation,
@@ -10,7 +11,8 @@ use crate::contract::{
     Decision, Negotiated, TaskOutcome, TaskRecord, TaskStatus, TaskSupport, sha256_hex,
 };
 use crate::runtime::{
-    BoxFuture, Env, Invocation, MemoryQueue, Point, Probe, Runtime, RuntimeConfig, Tools,
+    BoxFuture, Delivery, Env, Invocation, MemoryQueue, Message, Point, Probe, Queue, QueueError,
+    Receipt, Runtime, RuntimeConfig, Tools,
 };
 use crate::store::{
     Answer, CreateCommand, ListPage, ListQuery, MemoryStore, OutboxClaim, StoreError, StoreOptions,
@@ -22,48 +24,12 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// What a run simulates: its workload, timing and fault budget.
-#[derive(Clone, Debug)]
-pub struct Scenario {
-    pub name: String,
-    /// One client node per tenant.
-    pub tenants: usize,
-    pub tasks_per_tenant: usize,
-    pub workers: usize,
-    /// A tool run takes between these many milliseconds.
-    pub tool_ms: (u64, u64),
-    /// Requested task TTL (`None`: never expires).
-    pub ttl_ms: Option<u64>,
-    pub poll_interval_ms: u64,
-    /// Node kills the supervisor injects during the safety phase (upper bound; the
-    /// seed's knobs draw the actual number).
-    pub kills_max: usize,
-    pub safety_ms: u64,
-    pub liveness_ms: u64,
-}
-
-impl Scenario {
-    /// 20 tasks, 3 workers, 3 tenants, up to 3 kills.
-    pub fn baseline() -> Scenario {
-        Scenario {
-            name: "baseline".into(),
-            tenants: 3,
-            tasks_per_tenant: 7,
-            workers: 3,
-            tool_ms: (20, 200),
-            ttl_ms: Some(600_000),
-            poll_interval_ms: 100,
-            kills_max: 3,
-            safety_ms: 3_000,
-            liveness_ms: 20_000,
-        }
-    }
-}
-
-/// Fault knobs of one run, drawn from its seed (swarm testing) and printed at its start.
+/// Fault knobs of one run, drawn from its seed and the scenario's choices (swarm
+/// testing) and recorded as the first event of its history.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Knobs {
     pub kills: usize,
+    pub pauses: usize,
     /// Chance (percent) that reaching a named point crashes the node right there.
     pub point_crash_percent: u64,
     /// The points such crashes may hit this run.
@@ -74,19 +40,41 @@ pub struct Knobs {
     pub lost_response_percent: u64,
     /// Chance (percent) that a client cancels a task it is polling.
     pub cancel_percent: u64,
+    /// Chance (percent) that a published message is delivered twice.
+    pub duplicate_percent: u64,
+    /// Longest delay before a published message becomes visible.
+    pub delivery_delay_ms_max: u64,
+    pub clock_jumps: usize,
+    pub store_outages: usize,
+    /// Chance (percent) that a client also asks about another tenant's task.
+    pub cross_tenant_percent: u64,
 }
 
 impl Knobs {
     fn draw(scenario: &Scenario) -> Knobs {
         let roll = |bound: u64| madsim::rand::random::<u64>() % bound.max(1);
-        let crash_points: Vec<Point> = Point::ALL.into_iter().filter(|_| roll(2) == 0).collect();
+        let pick = |choices: &[u64]| choices[roll(choices.len() as u64) as usize];
+        let faults = &scenario.faults;
+        let allowed = scenario.crash_points().unwrap_or_default();
+        // Swarm: each run turns on a random subset of the allowed crash points.
+        let mut crash_points: Vec<Point> =
+            allowed.iter().copied().filter(|_| roll(3) != 0).collect();
+        if crash_points.is_empty() && !allowed.is_empty() {
+            crash_points.push(allowed[roll(allowed.len() as u64) as usize]);
+        }
         Knobs {
-            kills: roll(scenario.kills_max as u64 + 1) as usize,
-            point_crash_percent: [0, 2, 5, 10][roll(4) as usize],
+            kills: roll(faults.kills_max as u64 + 1) as usize,
+            pauses: roll(faults.pauses_max as u64 + 1) as usize,
+            point_crash_percent: pick(&faults.point_crash_percent),
             crash_points,
-            probe_delay_ms_max: [0, 5, 30][roll(3) as usize],
-            lost_response_percent: [0, 10, 30][roll(3) as usize],
-            cancel_percent: [0, 5, 20][roll(3) as usize],
+            probe_delay_ms_max: pick(&faults.probe_delay_ms_max),
+            lost_response_percent: pick(&faults.lost_response_percent),
+            cancel_percent: pick(&faults.cancel_percent),
+            duplicate_percent: pick(&faults.duplicate_percent),
+            delivery_delay_ms_max: pick(&faults.delivery_delay_ms_max),
+            clock_jumps: roll(faults.clock_jumps_max as u64 + 1) as usize,
+            store_outages: roll(faults.store_outages_max as u64 + 1) as usize,
+            cross_tenant_percent: pick(&faults.cross_tenant_percent),
         }
     }
 }
@@ -213,9 +201,23 @@ impl History {
 struct RecordingStore {
     inner: MemoryStore,
     history: Arc<History>,
+    /// False while the store node is down: every operation fails before touching state
+    /// (a transaction in flight is lost whole; committed state survives).
+    up: std::sync::atomic::AtomicBool,
 }
 
 impl RecordingStore {
+    fn available(&self) -> Result<(), StoreError> {
+        if self.up.load(std::sync::atomic::Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err(StoreError::Backend {
+                operation: "reach the store node",
+                cause: "the store node is down".into(),
+            })
+        }
+    }
+
     fn applied(&self, kind: AppliedKind, expected: Option<u64>, record: &TaskRecord, at_ms: u64) {
         self.history.push(Event::Applied {
             task_id: record.task_id.clone(),
@@ -233,6 +235,7 @@ impl RecordingStore {
 
 impl TaskStore for RecordingStore {
     fn create(&self, command: &CreateCommand) -> Result<Answer, StoreError> {
+        self.available()?;
         let answer = self.inner.create(command)?;
         match (answer.decision, &answer.record) {
             (Decision::AcceptTask, Some(record)) => {
@@ -245,6 +248,7 @@ impl TaskStore for RecordingStore {
     }
 
     fn transition(&self, command: &TransitionCommand) -> Result<Answer, StoreError> {
+        self.available()?;
         let answer = self.inner.transition(command)?;
         match (answer.decision, &answer.record) {
             (Decision::ApplyTransition, Some(record)) => self.applied(
@@ -267,6 +271,7 @@ impl TaskStore for RecordingStore {
     }
 
     fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.available()?;
         self.inner.read(task_id)
     }
 
@@ -277,7 +282,13 @@ impl TaskStore for RecordingStore {
         task_id: &str,
         now_ms: u64,
     ) -> Result<Answer, StoreError> {
+        self.available()?;
         let answer = self.inner.cancel(negotiated, caller, task_id, now_ms)?;
+        if let (Decision::AlreadyTerminal, Some(record)) = (answer.decision, &answer.record)
+            && record.status == TaskStatus::Completed
+        {
+            self.history.mark("completion-beat-cancel");
+        }
         if let (Decision::ApplyCancel, Some(record)) = (answer.decision, &answer.record) {
             self.applied(
                 AppliedKind::Cancel,
@@ -290,6 +301,7 @@ impl TaskStore for RecordingStore {
     }
 
     fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        self.available()?;
         self.inner.list(query)
     }
 
@@ -300,6 +312,7 @@ impl TaskStore for RecordingStore {
         lease_ms: u64,
         max: usize,
     ) -> Result<Vec<OutboxClaim>, StoreError> {
+        self.available()?;
         let claims = self.inner.claim(worker, now_ms, lease_ms, max)?;
         for claim in &claims {
             if claim.attempt > 1 {
@@ -310,19 +323,67 @@ impl TaskStore for RecordingStore {
     }
 
     fn ack(&self, task_id: &str, attempt: u32, now_ms: u64) -> Result<bool, StoreError> {
+        self.available()?;
         self.inner.ack(task_id, attempt, now_ms)
     }
 
     fn release_expired_leases(&self, now_ms: u64) -> Result<usize, StoreError> {
+        self.available()?;
         self.inner.release_expired_leases(now_ms)
     }
 
     fn sweep_expired(&self, now_ms: u64, max: usize) -> Result<usize, StoreError> {
+        self.available()?;
         self.inner.sweep_expired(now_ms, max)
     }
 
     fn import(&self, records: &[TaskRecord]) -> Result<(), StoreError> {
         self.inner.import(records)
+    }
+}
+
+/// The queue as the simulation sees it: the real `MemoryQueue`, with duplicated and
+/// delayed deliveries injected on publish.
+struct FaultyQueue {
+    inner: MemoryQueue,
+    history: Arc<History>,
+    knobs: Knobs,
+    faults_on: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Queue for FaultyQueue {
+    fn publish(&self, message: Message, now_ms: u64) -> Result<(), QueueError> {
+        let faults_on = self.faults_on.load(std::sync::atomic::Ordering::SeqCst);
+        let delay_ms = match self.knobs.delivery_delay_ms_max {
+            max if faults_on && max > 0 => madsim::rand::random::<u64>() % max,
+            _ => 0,
+        };
+        if delay_ms > 0 {
+            self.history.mark("delayed-delivery");
+        }
+        let duplicate =
+            faults_on && madsim::rand::random::<u64>() % 100 < self.knobs.duplicate_percent;
+        if duplicate {
+            self.history.mark("duplicate-published");
+            self.inner.publish(message.clone(), now_ms + delay_ms)?;
+        }
+        self.inner.publish(message, now_ms + delay_ms)
+    }
+
+    fn receive(&self, now_ms: u64, lease_ms: u64) -> Result<Option<Delivery>, QueueError> {
+        self.inner.receive(now_ms, lease_ms)
+    }
+
+    fn ack(&self, receipt: Receipt) -> Result<bool, QueueError> {
+        self.inner.ack(receipt)
+    }
+
+    fn nack(&self, receipt: Receipt, visible_at_ms: u64) -> Result<bool, QueueError> {
+        self.inner.nack(receipt, visible_at_ms)
+    }
+
+    fn len(&self) -> Result<usize, QueueError> {
+        self.inner.len()
     }
 }
 
@@ -383,6 +444,10 @@ struct SimProbe {
 }
 
 impl Probe for SimProbe {
+    fn observe(&self, what: &'static str) {
+        self.history.mark(what);
+    }
+
     fn at(&self, point: Point, task_id: &str) -> BoxFuture<'static, ()> {
         self.history.mark(format!("point:{}", point.name()));
         let faults_on = self.faults_on.load(std::sync::atomic::Ordering::SeqCst);
@@ -418,10 +483,12 @@ struct Shared {
     scenario: Scenario,
     knobs: Knobs,
     store: Arc<RecordingStore>,
-    queue: Arc<MemoryQueue>,
+    queue: Arc<FaultyQueue>,
     sink: Arc<Mutex<BTreeMap<String, String>>>,
     history: Arc<History>,
     faults_on: Arc<std::sync::atomic::AtomicBool>,
+    /// Task ids clients were given, for cross-tenant probing.
+    known: Mutex<Vec<String>>,
 }
 
 impl Shared {
@@ -432,7 +499,7 @@ impl Shared {
             Arc::new(Export {
                 sink: self.sink.clone(),
                 history: self.history.clone(),
-                tool_ms: self.scenario.tool_ms,
+                tool_ms: (self.scenario.tool_ms[0], self.scenario.tool_ms[1]),
             }),
             Arc::new(SimEnv),
             Arc::new(SimProbe {
@@ -545,10 +612,18 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
             };
             let lost = madsim::rand::random::<u64>() % 100 < shared.knobs.lost_response_percent;
             match answer {
-                Ok(_) if lost => record(op, ClientResult::Indeterminate),
+                Ok(_) if lost => {
+                    shared.history.mark("lost-response");
+                    record(op, ClientResult::Indeterminate);
+                }
                 Ok(answer) => {
                     if let Some(record) = &answer.record {
                         mine.push(record.task_id.clone());
+                        shared
+                            .known
+                            .lock()
+                            .expect("known tasks")
+                            .push(record.task_id.clone());
                     }
                     record(
                         op,
@@ -564,6 +639,7 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
         }
     }
     mine.dedup();
+    let mine_set: std::collections::BTreeSet<String> = mine.iter().cloned().collect();
     // Poll each task until terminal (or expired), with the poll interval and jitter.
     let interval = shared.scenario.poll_interval_ms;
     for task_id in mine {
@@ -588,6 +664,28 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
                         revealed: revealed(&answer),
                     },
                 );
+            }
+            if madsim::rand::random::<u64>() % 100 < shared.knobs.cross_tenant_percent {
+                let known = shared.known.lock().expect("known tasks").clone();
+                let foreign: Vec<&String> =
+                    known.iter().filter(|id| !mine_set.contains(*id)).collect();
+                if !foreign.is_empty() {
+                    let target = foreign
+                        [(madsim::rand::random::<u64>() % foreign.len() as u64) as usize]
+                        .clone();
+                    if let Ok(answer) = shared.store.get(&caller, &target, SimEnv.now_ms()) {
+                        if answer.decision == Decision::BlockAuth {
+                            shared.history.mark("cross-tenant-refused");
+                        }
+                        record(
+                            ClientOp::Get { task_id: target },
+                            ClientResult::Ok {
+                                decision: answer.decision,
+                                revealed: revealed(&answer),
+                            },
+                        );
+                    }
+                }
             }
             let Ok(answer) = shared.store.get(&caller, &task_id, SimEnv.now_ms()) else {
                 continue;
@@ -667,15 +765,23 @@ async fn simulate(scenario: Scenario, seed: u64) -> SimOutcome {
         })
         .expect("a memory store with a given secret opens"),
         history: history.clone(),
+        up: std::sync::atomic::AtomicBool::new(true),
     });
+    let faults_on = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let shared = Arc::new(Shared {
         scenario: scenario.clone(),
         knobs: knobs.clone(),
-        store,
-        queue: Arc::new(MemoryQueue::default()),
+        store: store.clone(),
+        queue: Arc::new(FaultyQueue {
+            inner: MemoryQueue::default(),
+            history: history.clone(),
+            knobs: knobs.clone(),
+            faults_on: faults_on.clone(),
+        }),
         sink: Arc::default(),
         history: history.clone(),
-        faults_on: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+        faults_on,
+        known: Mutex::new(Vec::new()),
     });
     let mut killable = vec![runtime_node(
         &handle,
@@ -703,24 +809,73 @@ async fn simulate(scenario: Scenario, seed: u64) -> SimOutcome {
         })
         .collect();
 
-    // Safety phase: kills and restarts at random moments.
-    for _ in 0..knobs.kills {
-        let at = madsim::rand::random::<u64>() % scenario.safety_ms.max(1);
-        madsim::time::sleep(Duration::from_millis(at / knobs.kills.max(1) as u64 + 1)).await;
-        let victim = &killable[(madsim::rand::random::<u64>() % killable.len() as u64) as usize];
-        history.mark("kill:random");
-        history.push(Event::Fault {
-            what: format!("kill node {}", victim.id()),
-            at_ms: SimEnv.now_ms(),
-        });
-        handle.kill(victim.id());
+    // Safety phase: the drawn faults, in a random order, spread over the phase.
+    let mut plan: Vec<&'static str> = Vec::new();
+    plan.extend(std::iter::repeat_n("kill", knobs.kills));
+    plan.extend(std::iter::repeat_n("pause", knobs.pauses));
+    plan.extend(std::iter::repeat_n("clock-jump", knobs.clock_jumps));
+    plan.extend(std::iter::repeat_n("store-outage", knobs.store_outages));
+    for at in (1..plan.len()).rev() {
+        plan.swap(
+            at,
+            (madsim::rand::random::<u64>() % (at as u64 + 1)) as usize,
+        );
+    }
+    let safety_started = SimEnv.now_ms();
+    let gap_ms = scenario.safety_ms / (plan.len() as u64 + 1);
+    let span =
+        |range: [u64; 2]| range[0] + madsim::rand::random::<u64>() % (range[1] - range[0] + 1);
+    for fault in plan {
         madsim::time::sleep(Duration::from_millis(
-            50 + madsim::rand::random::<u64>() % 500,
+            1 + madsim::rand::random::<u64>() % gap_ms.max(1),
         ))
         .await;
-        handle.restart(victim.id());
+        let victim = &killable[(madsim::rand::random::<u64>() % killable.len() as u64) as usize];
+        let what = match fault {
+            "kill" => {
+                history.mark("kill:random");
+                handle.kill(victim.id());
+                madsim::time::sleep(Duration::from_millis(
+                    50 + madsim::rand::random::<u64>() % 500,
+                ))
+                .await;
+                handle.restart(victim.id());
+                format!("killed and restarted node {}", victim.id())
+            }
+            "pause" => {
+                history.mark("pause");
+                handle.pause(victim.id());
+                // Long enough to outlive leases: a paused worker wakes with a stale view.
+                let paused_ms = 500 + madsim::rand::random::<u64>() % 2_000;
+                madsim::time::sleep(Duration::from_millis(paused_ms)).await;
+                handle.resume(victim.id());
+                format!("paused node {} for {paused_ms} ms", victim.id())
+            }
+            "clock-jump" => {
+                history.mark("clock-jump");
+                let jump_ms = span(scenario.faults.clock_jump_ms);
+                madsim::time::advance(Duration::from_millis(jump_ms));
+                format!("clock jumped {jump_ms} ms")
+            }
+            _ => {
+                history.mark("store-outage");
+                store.up.store(false, std::sync::atomic::Ordering::SeqCst);
+                let down_ms = span(scenario.faults.store_outage_ms);
+                madsim::time::sleep(Duration::from_millis(down_ms)).await;
+                store.up.store(true, std::sync::atomic::Ordering::SeqCst);
+                format!("store node down {down_ms} ms")
+            }
+        };
+        history.push(Event::Fault {
+            what,
+            at_ms: SimEnv.now_ms(),
+        });
     }
-    madsim::time::sleep(Duration::from_millis(scenario.safety_ms)).await;
+    let elapsed_ms = SimEnv.now_ms() - safety_started;
+    madsim::time::sleep(Duration::from_millis(
+        scenario.safety_ms.saturating_sub(elapsed_ms).max(1),
+    ))
+    .await;
     // Liveness phase: no more faults; everything accepted and unexpired must finish.
     shared
         .faults_on

@@ -1,0 +1,275 @@
+//! Declarative scenarios (`scenarios/*.json`, format `tasklatch.scenario/v1`): a workload
+//! (tenants, tasks, workers, tool durations, TTLs, poll interval), fault budgets and the
+//! choices each seed draws its knobs from (swarm testing), phase budgets, the default seed
+//! range, and the coverage marks the default seeds must hit.
+
+use crate::runtime::Point;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+pub const SCENARIO_SCHEMA: &str = "tasklatch.scenario/v1";
+
+/// Every coverage mark the simulation can record; a scenario may require any of them.
+pub const KNOWN_MARKS: &[&str] = &[
+    "kill:after-outbox-claim",
+    "kill:after-publish",
+    "kill:after-claim",
+    "kill:after-effect",
+    "kill:after-completion",
+    "kill:random",
+    "pause",
+    "store-outage",
+    "clock-jump",
+    "duplicate-published",
+    "delayed-delivery",
+    "duplicate-absorbed",
+    "effect-reused",
+    "outbox-republished",
+    "replay",
+    "idempotent-terminal",
+    "cancel-beat-completion",
+    "completion-beat-cancel",
+    "stale-write-refused",
+    "expired-work-refused",
+    "expired-before-run",
+    "lost-response",
+    "cross-tenant-refused",
+];
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub schema: String,
+    pub name: String,
+    pub description: String,
+    /// One client node per tenant.
+    pub tenants: usize,
+    pub tasks_per_tenant: usize,
+    pub workers: usize,
+    /// A tool run takes between these many milliseconds.
+    pub tool_ms: [u64; 2],
+    /// Requested TTL of every task; `null`: never expires.
+    pub ttl_ms: Option<u64>,
+    pub poll_interval_ms: u64,
+    /// Length of the safety phase (faults on).
+    pub safety_ms: u64,
+    /// Budget of the liveness phase (faults off): every accepted, unexpired task must be
+    /// terminal within it.
+    pub liveness_ms: u64,
+    /// `[first, end)` of the seeds `cargo test --features sim` runs.
+    pub default_seeds: [u64; 2],
+    pub faults: Faults,
+    /// Marks the default seeds must hit between them (a fault never injected is a test
+    /// that cannot fail).
+    pub marks: Vec<String>,
+}
+
+/// Fault budgets, and the choices a seed draws its knobs from.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Faults {
+    pub kills_max: usize,
+    pub pauses_max: usize,
+    /// Named points where a node may crash (`after-effect`, …, or `all`).
+    pub crash_points: Vec<String>,
+    pub point_crash_percent: Vec<u64>,
+    pub probe_delay_ms_max: Vec<u64>,
+    pub lost_response_percent: Vec<u64>,
+    pub cancel_percent: Vec<u64>,
+    pub duplicate_percent: Vec<u64>,
+    pub delivery_delay_ms_max: Vec<u64>,
+    pub clock_jumps_max: usize,
+    pub clock_jump_ms: [u64; 2],
+    pub store_outages_max: usize,
+    pub store_outage_ms: [u64; 2],
+    /// Chance (percent) that a client also pokes at another tenant's task.
+    pub cross_tenant_percent: Vec<u64>,
+}
+
+impl Scenario {
+    /// The directory scenarios are read from: `./scenarios`, else this crate's.
+    pub fn directory() -> PathBuf {
+        let local = PathBuf::from("scenarios");
+        if local.is_dir() {
+            local
+        } else {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
+        }
+    }
+
+    /// Loads `scenarios/NAME.json`.
+    pub fn by_name(name: &str) -> Result<Scenario, String> {
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(format!(
+                "scenario name {name:?}: use letters, digits, - and _"
+            ));
+        }
+        Scenario::load(&Scenario::directory().join(format!("{name}.json")))
+    }
+
+    /// Every scenario in the directory, by name.
+    pub fn all() -> Result<Vec<Scenario>, String> {
+        let directory = Scenario::directory();
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(&directory)
+            .map_err(|error| format!("{}: {error}", directory.display()))?
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+            .collect();
+        paths.sort();
+        paths.iter().map(|path| Scenario::load(path)).collect()
+    }
+
+    /// Loads and checks one scenario file; errors name the file, position and field.
+    pub fn load(path: &Path) -> Result<Scenario, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
+        Scenario::parse(path, &text)
+    }
+
+    pub fn parse(path: &Path, text: &str) -> Result<Scenario, String> {
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let scenario: Scenario =
+            serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+                let inner = error.inner();
+                let message = inner.to_string();
+                let message = message
+                    .split(" at line ")
+                    .next()
+                    .unwrap_or(&message)
+                    .to_owned();
+                format!(
+                    "{}:{}:{}: {}: {message}",
+                    path.display(),
+                    inner.line(),
+                    inner.column(),
+                    error.path()
+                )
+            })?;
+        scenario
+            .validate()
+            .map_err(|(field, message)| format!("{}: {field}: {message}", path.display()))?;
+        Ok(scenario)
+    }
+
+    fn validate(&self) -> Result<(), (&'static str, String)> {
+        let fail = |field: &'static str, message: String| Err((field, message));
+        if self.schema != SCENARIO_SCHEMA {
+            return fail(
+                "schema",
+                format!("expected {SCENARIO_SCHEMA:?}, got {:?}", self.schema),
+            );
+        }
+        if self.tenants == 0 || self.tenants > 64 {
+            return fail("tenants", "must be 1..=64".into());
+        }
+        if self.workers == 0 || self.workers > 64 {
+            return fail("workers", "must be 1..=64".into());
+        }
+        if self.tasks_per_tenant == 0 || self.tasks_per_tenant > 1_000 {
+            return fail("tasks_per_tenant", "must be 1..=1000".into());
+        }
+        if self.tool_ms[0] > self.tool_ms[1] {
+            return fail("tool_ms", "must be [low, high] with low <= high".into());
+        }
+        if self.poll_interval_ms == 0 {
+            return fail("poll_interval_ms", "must be positive".into());
+        }
+        if self.default_seeds[0] >= self.default_seeds[1] {
+            return fail(
+                "default_seeds",
+                "must be [first, end) with first < end".into(),
+            );
+        }
+        let faults = &self.faults;
+        for (field, choices, max) in [
+            (
+                "faults.point_crash_percent",
+                &faults.point_crash_percent,
+                100,
+            ),
+            (
+                "faults.probe_delay_ms_max",
+                &faults.probe_delay_ms_max,
+                60_000,
+            ),
+            (
+                "faults.lost_response_percent",
+                &faults.lost_response_percent,
+                100,
+            ),
+            ("faults.cancel_percent", &faults.cancel_percent, 100),
+            ("faults.duplicate_percent", &faults.duplicate_percent, 100),
+            (
+                "faults.delivery_delay_ms_max",
+                &faults.delivery_delay_ms_max,
+                60_000,
+            ),
+            (
+                "faults.cross_tenant_percent",
+                &faults.cross_tenant_percent,
+                100,
+            ),
+        ] {
+            if choices.is_empty() {
+                return fail(field, "needs at least one choice".into());
+            }
+            if let Some(bad) = choices.iter().find(|choice| **choice > max) {
+                return fail(field, format!("{bad} is above {max}"));
+            }
+        }
+        for (field, range) in [
+            ("faults.clock_jump_ms", faults.clock_jump_ms),
+            ("faults.store_outage_ms", faults.store_outage_ms),
+        ] {
+            if range[0] > range[1] {
+                return fail(field, "must be [low, high] with low <= high".into());
+            }
+        }
+        self.crash_points()
+            .map_err(|message| ("faults.crash_points", message))?;
+        if let Some(unknown) = self
+            .marks
+            .iter()
+            .find(|mark| !KNOWN_MARKS.contains(&mark.as_str()))
+        {
+            return fail(
+                "marks",
+                format!(
+                    "unknown mark {unknown:?} (known: {})",
+                    KNOWN_MARKS.join(", ")
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// The crash points named by `faults.crash_points`.
+    pub fn crash_points(&self) -> Result<Vec<Point>, String> {
+        let mut points = Vec::new();
+        for name in &self.faults.crash_points {
+            if name == "all" {
+                points.extend(Point::ALL);
+                continue;
+            }
+            let point = Point::ALL
+                .into_iter()
+                .find(|point| point.name() == name)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = Point::ALL.iter().map(|point| point.name()).collect();
+                    format!("unknown point {name:?} (known: all, {})", known.join(", "))
+                })?;
+            points.push(point);
+        }
+        points.sort();
+        points.dedup();
+        Ok(points)
+    }
+
+    pub fn default_seeds(&self) -> std::ops::Range<u64> {
+        self.default_seeds[0]..self.default_seeds[1]
+    }
+}
