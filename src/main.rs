@@ -38,6 +38,12 @@ enum Command {
         /// Seed range `a..b` (half-open).
         #[arg(long, default_value = "0..100")]
         seeds: String,
+        /// Sweep mode: crash the node that is the `--arrival`-th to reach this point
+        /// (after-outbox-claim, after-publish, after-claim, after-effect, after-completion).
+        #[arg(long)]
+        kill_at: Option<String>,
+        #[arg(long, default_value_t = 1)]
+        arrival: u64,
     },
     /// Replay one seed deterministically and print its timeline and trace hash.
     #[cfg(all(feature = "sim", madsim))]
@@ -97,7 +103,12 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Replay { files, json } => replay(&files, json),
         #[cfg(all(feature = "sim", madsim))]
-        Command::Sim { scenario, seeds } => sim::run(&scenario, &seeds),
+        Command::Sim {
+            scenario,
+            seeds,
+            kill_at,
+            arrival,
+        } => sim::run(&scenario, &seeds, kill_at.as_deref(), arrival),
         #[cfg(all(feature = "sim", madsim))]
         Command::Repro { scenario, seed } => sim::repro(&scenario, seed),
         Command::Bench {
@@ -236,13 +247,27 @@ fn bench_store(
 mod sim {
     use super::{EXIT_BAD_INPUT, EXIT_MISMATCH};
     use std::process::ExitCode;
-    use tasklatch::sim::{Scenario, run_seed};
+    use tasklatch::runtime::Point;
+    use tasklatch::sim::{Scenario, Sweep, run_seed, run_seed_with};
 
     fn scenario(name: &str) -> Result<Scenario, String> {
         Scenario::by_name(name)
     }
 
-    pub fn run(name: &str, seeds: &str) -> ExitCode {
+    pub fn run(name: &str, seeds: &str, kill_at: Option<&str>, arrival: u64) -> ExitCode {
+        let sweep = match kill_at {
+            None => None,
+            Some(point) => match Point::ALL.into_iter().find(|p| p.name() == point) {
+                Some(point) => Some(Sweep {
+                    point,
+                    arrival: arrival.max(1),
+                }),
+                None => {
+                    eprintln!("error: --kill-at {point:?}: not a named point");
+                    return ExitCode::from(EXIT_BAD_INPUT);
+                }
+            },
+        };
         let parsed = seeds
             .split_once("..")
             .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
@@ -257,7 +282,7 @@ mod sim {
         let mut failing = 0u64;
         let mut marks = std::collections::BTreeMap::<String, u64>::new();
         for seed in first..end {
-            let outcome = run_seed(&scenario, seed);
+            let outcome = run_seed_with(&scenario, seed, sweep);
             for (mark, count) in &outcome.marks {
                 *marks.entry(mark.clone()).or_default() += count;
             }

@@ -139,17 +139,39 @@ pub fn seeds_from_env(default: std::ops::Range<u64>) -> Result<std::ops::Range<u
 
 /// Runs one seed of `scenario` on a fresh OS thread (madsim keeps per-thread state).
 pub fn run_seed(scenario: &Scenario, seed: u64) -> SimOutcome {
+    run_seed_with(scenario, seed, None)
+}
+
+/// A planned crash: the node that is the `arrival`-th (1-based) to reach `point` during
+/// the safety phase crashes right there. Sweeping every point makes each crash window
+/// reachable on purpose, not only by chance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sweep {
+    pub point: Point,
+    pub arrival: u64,
+}
+
+/// [`run_seed`] with an optional planned crash.
+pub fn run_seed_with(scenario: &Scenario, seed: u64, sweep: Option<Sweep>) -> SimOutcome {
     let name = scenario.name.clone();
     let scenario = scenario.clone();
+    // Kept outside the simulation thread, so a panicking run still leaves its history.
+    let history = Arc::new(History::default());
+    let recorded = history.clone();
     let joined = std::thread::spawn(move || {
         let mut runtime =
             madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
         // Simulated time; a run that does not finish by then is a hang, reported as one.
         runtime.set_time_limit(Duration::from_secs(3_600));
-        runtime.block_on(simulate(scenario, seed))
+        runtime.block_on(simulate(scenario, seed, recorded, sweep))
     })
     .join();
     joined.unwrap_or_else(|panic| {
+        let events = match history.events.lock() {
+            Ok(events) => events.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        let timeline = timeline_of(&events);
         let message = panic
             .downcast_ref::<String>()
             .cloned()
@@ -166,11 +188,27 @@ pub fn run_seed(scenario: &Scenario, seed: u64) -> SimOutcome {
                 events: Vec::new(),
             }],
             marks: BTreeMap::new(),
-            trace_hash: String::new(),
-            events: 0,
-            timeline: Vec::new(),
+            trace_hash: sha256_hex(timeline.join("\n").as_bytes()),
+            events: events.len(),
+            timeline,
         }
     })
+}
+
+/// One line per event, with its simulated time; the trace hash is taken over these.
+fn timeline_of(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .map(|event| {
+            let at = match event {
+                Event::Client { at_ms, .. }
+                | Event::Applied { at_ms, .. }
+                | Event::Effect { at_ms, .. }
+                | Event::Fault { at_ms, .. } => at_ms - SIM_EPOCH_MS,
+            };
+            format!("{at:>8} ms  {event:?}")
+        })
+        .collect()
 }
 
 /// The shared, append-only record the oracle reads.
@@ -441,6 +479,9 @@ struct SimProbe {
     /// This node's id, to restart it from inside (a crash exactly at the point).
     node: Arc<Mutex<Option<madsim::task::NodeId>>>,
     faults_on: Arc<std::sync::atomic::AtomicBool>,
+    sweep: Option<Sweep>,
+    /// Arrivals at the sweep's point so far, across all nodes and restarts.
+    arrivals: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Probe for SimProbe {
@@ -451,9 +492,22 @@ impl Probe for SimProbe {
     fn at(&self, point: Point, task_id: &str) -> BoxFuture<'static, ()> {
         self.history.mark(format!("point:{}", point.name()));
         let faults_on = self.faults_on.load(std::sync::atomic::Ordering::SeqCst);
-        let crash = faults_on
-            && self.knobs.crash_points.contains(&point)
-            && madsim::rand::random::<u64>() % 100 < self.knobs.point_crash_percent;
+        let swept = faults_on
+            && self.sweep.is_some_and(|sweep| {
+                sweep.point == point
+                    && self
+                        .arrivals
+                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+                        + 1
+                        == sweep.arrival
+            });
+        if swept {
+            self.history.mark(format!("sweep:{}", point.name()));
+        }
+        let crash = swept
+            || (faults_on
+                && self.knobs.crash_points.contains(&point)
+                && madsim::rand::random::<u64>() % 100 < self.knobs.point_crash_percent);
         let delay_ms = match self.knobs.probe_delay_ms_max {
             0 => 0,
             max => madsim::rand::random::<u64>() % max,
@@ -487,6 +541,8 @@ struct Shared {
     sink: Arc<Mutex<BTreeMap<String, String>>>,
     history: Arc<History>,
     faults_on: Arc<std::sync::atomic::AtomicBool>,
+    sweep: Option<Sweep>,
+    sweep_arrivals: Arc<std::sync::atomic::AtomicU64>,
     /// Task ids clients were given, for cross-tenant probing.
     known: Mutex<Vec<String>>,
 }
@@ -507,11 +563,13 @@ impl Shared {
                 knobs: self.knobs.clone(),
                 node,
                 faults_on: self.faults_on.clone(),
+                sweep: self.sweep,
+                arrivals: self.sweep_arrivals.clone(),
             }),
             RuntimeConfig {
                 republish_after_ms: 1_000,
                 queue_lease_ms: 1_000,
-                idle_ms: 10,
+                idle_ms: 40,
                 dispatch_batch: 8,
                 sweep_every_ms: 500,
                 sweep_batch: 64,
@@ -751,12 +809,19 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
 }
 
 /// The supervisor (node 0): builds the world, injects faults, heals, checks.
-async fn simulate(scenario: Scenario, seed: u64) -> SimOutcome {
+async fn simulate(
+    scenario: Scenario,
+    seed: u64,
+    history: Arc<History>,
+    sweep: Option<Sweep>,
+) -> SimOutcome {
     let handle = Handle::current();
     let knobs = Knobs::draw(&scenario);
-    let history = Arc::new(History::default());
     history.push(Event::Fault {
-        what: format!("start {} seed {seed} knobs {knobs:?}", scenario.name),
+        what: format!(
+            "start {} seed {seed} knobs {knobs:?} sweep {sweep:?}",
+            scenario.name
+        ),
         at_ms: SimEnv.now_ms(),
     });
     let store = Arc::new(RecordingStore {
@@ -781,6 +846,8 @@ async fn simulate(scenario: Scenario, seed: u64) -> SimOutcome {
         sink: Arc::default(),
         history: history.clone(),
         faults_on,
+        sweep,
+        sweep_arrivals: Arc::default(),
         known: Mutex::new(Vec::new()),
     });
     let mut killable = vec![runtime_node(
@@ -889,7 +956,7 @@ async fn simulate(scenario: Scenario, seed: u64) -> SimOutcome {
         let _ = madsim::time::timeout(Duration::from_millis(scenario.liveness_ms), joined).await;
     }
     let remaining = deadline_ms.saturating_sub(SimEnv.now_ms());
-    madsim::time::sleep(Duration::from_millis(remaining.min(2_000))).await;
+    madsim::time::sleep(Duration::from_millis(remaining.min(500))).await;
     let liveness_deadline_ms = SimEnv.now_ms();
 
     let events = history.events.lock().expect("history").clone();
@@ -899,18 +966,7 @@ async fn simulate(scenario: Scenario, seed: u64) -> SimOutcome {
             liveness_deadline_ms: Some(liveness_deadline_ms),
         },
     );
-    let timeline: Vec<String> = events
-        .iter()
-        .map(|event| {
-            let at = match event {
-                Event::Client { at_ms, .. }
-                | Event::Applied { at_ms, .. }
-                | Event::Effect { at_ms, .. }
-                | Event::Fault { at_ms, .. } => at_ms - SIM_EPOCH_MS,
-            };
-            format!("{at:>8} ms  {event:?}")
-        })
-        .collect();
+    let timeline = timeline_of(&events);
     let trace_hash = sha256_hex(timeline.join("\n").as_bytes());
     let marks = history.marks.lock().expect("marks").clone();
     SimOutcome {
