@@ -6,8 +6,10 @@
 //! reads only that history: it never asks the store what it thinks of itself.
 //!
 //! Checked here: I1 one terminal, I2 cancel wins, I3 no stale write, I4 tenant isolation,
-//! I5 idempotent admission, I6 effect once, I7 expiry, I8 liveness. (I9 result shape and
-//! I10 notifications concern the MCP wire and arrive with the server.)
+//! I5 idempotent admission, I6 effect once, I7 expiry, I8 liveness, I9 result shape (at
+//! the store boundary: a returned result is the wrapped request's `CallToolResult` or its
+//! error; the related-task `_meta` belongs to the MCP layer and is checked there), I10 the
+//! stored record wins over notifications.
 
 use crate::contract::{Decision, TaskOutcome, TaskStatus};
 use std::collections::{BTreeMap, BTreeSet};
@@ -42,6 +44,13 @@ pub enum Event {
         effect_id: String,
         at_ms: u64,
     },
+    /// The runtime announced a status change (`notifications/tasks/status`).
+    Notified {
+        task_id: String,
+        status: TaskStatus,
+        version: u64,
+        at_ms: u64,
+    },
     /// A fault the supervisor injected, or a phase change.
     Fault { what: String, at_ms: u64 },
 }
@@ -69,6 +78,10 @@ pub enum ClientOp {
     Cancel {
         task_id: String,
     },
+    /// The requestor answered an `input_required` task (the server moves it to `working`).
+    ProvideInput {
+        task_id: String,
+    },
     List,
 }
 
@@ -93,6 +106,8 @@ pub struct Revealed {
     pub auth_key: String,
     pub status: TaskStatus,
     pub version: u64,
+    /// For `tasks/result`: the payload returned.
+    pub outcome: Option<TaskOutcome>,
 }
 
 /// A broken invariant, with the events that show it.
@@ -131,6 +146,9 @@ pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
         match event {
             Event::Applied { task_id, .. } => tasks.entry(task_id).or_default().applied.push(index),
             Event::Effect { task_id, .. } => tasks.entry(task_id).or_default().effects.push(index),
+            Event::Notified { task_id, .. } => {
+                tasks.entry(task_id).or_default().notified.push(index)
+            }
             Event::Client {
                 result: ClientResult::Ok { revealed, .. },
                 ..
@@ -154,6 +172,7 @@ struct TaskFacts<'h> {
     applied: Vec<usize>,
     effects: Vec<usize>,
     reads: Vec<usize>,
+    notified: Vec<usize>,
     _history: std::marker::PhantomData<&'h ()>,
 }
 
@@ -279,6 +298,76 @@ fn check_task(
                     format!("read {} after an acknowledged cancel", seen.status),
                     vec![cancel, index],
                 ));
+            }
+        }
+    }
+    // I9: a returned result is the wrapped request's result type, matching the status.
+    for &index in &facts.reads {
+        let Event::Client {
+            op: ClientOp::Result { .. },
+            result:
+                ClientResult::Ok {
+                    decision: Decision::ReturnResult,
+                    revealed,
+                },
+            ..
+        } = &history[index]
+        else {
+            continue;
+        };
+        for seen in revealed.iter().filter(|seen| seen.task_id == task_id) {
+            let is_error =
+                |result: &serde_json::Value| result["isError"] == serde_json::Value::Bool(true);
+            let well_formed = match (&seen.status, &seen.outcome) {
+                (TaskStatus::Completed, Some(TaskOutcome::Result { result })) => {
+                    result["content"].is_array() && !is_error(result)
+                }
+                (TaskStatus::Failed, Some(TaskOutcome::Result { result })) => is_error(result),
+                (TaskStatus::Failed, Some(TaskOutcome::RpcError { .. })) => true,
+                _ => false,
+            };
+            if !well_formed {
+                out.push(violation(
+                    "I9",
+                    task_id,
+                    format!(
+                        "RETURN_RESULT for a {} task carried {:?}",
+                        seen.status, seen.outcome
+                    ),
+                    vec![index],
+                ));
+            }
+        }
+    }
+    // I10: no notification contradicts a later read: a later read is at least as new, and
+    // at the same version shows the same status.
+    for &notice in &facts.notified {
+        let Event::Notified {
+            status, version, ..
+        } = &history[notice]
+        else {
+            continue;
+        };
+        for &index in facts.reads.iter().filter(|&&index| index > notice) {
+            let Event::Client {
+                result: ClientResult::Ok { revealed, .. },
+                ..
+            } = &history[index]
+            else {
+                continue;
+            };
+            for seen in revealed.iter().filter(|seen| seen.task_id == task_id) {
+                if seen.version < *version || (seen.version == *version && seen.status != *status) {
+                    out.push(violation(
+                        "I10",
+                        task_id,
+                        format!(
+                            "notified {status} v{version}, later read {} v{}",
+                            seen.status, seen.version
+                        ),
+                        vec![notice, index],
+                    ));
+                }
             }
         }
     }

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tasklatch::contract::{Decision, Negotiated, TaskOutcome, TaskStatus, TaskSupport};
 use tasklatch::runtime::{
-    BoxFuture, Env, Invocation, MemoryQueue, NoProbe, Runtime, RuntimeConfig, TokioEnv, Tools,
+    BoxFuture, Env, Invocation, MemoryQueue, NoNotify, NoProbe, Runtime, RuntimeConfig, TokioEnv,
+    ToolStep, Tools,
 };
 use tasklatch::store::{
     CreateCommand, SqliteOptions, SqliteStore, StoreOptions, Synchronous, TaskStore, WrappedRequest,
@@ -24,7 +25,7 @@ struct Export {
 }
 
 impl Tools for Export {
-    fn run(&self, invocation: Invocation) -> BoxFuture<'static, TaskOutcome> {
+    fn run(&self, invocation: Invocation) -> BoxFuture<'static, ToolStep> {
         let task_id = invocation.task.task_id.clone();
         let effect_id = {
             let mut sink = self.sink.lock().unwrap();
@@ -36,9 +37,9 @@ impl Tools for Export {
         };
         Box::pin(async move {
             tokio::time::sleep(Duration::from_millis(3)).await;
-            TaskOutcome::Result {
+            ToolStep::Finished(TaskOutcome::Result {
                 result: json!({ "content": [{ "type": "text", "text": effect_id }], "isError": false }),
-            }
+            })
         })
     }
 }
@@ -106,6 +107,7 @@ async fn runtime_carries_every_task_to_one_terminal_status() {
         export.clone(),
         env.clone(),
         Arc::new(NoProbe),
+        Arc::new(NoNotify),
         RuntimeConfig {
             republish_after_ms: 400,
             queue_lease_ms: 400,

@@ -121,3 +121,22 @@ fn malformed_scenarios_name_file_and_field() {
         assert!(error.contains(words), "{error}");
     }
 }
+
+/// Seeds that once exposed a bug in the harness or the system, replayed on every run.
+/// `store-crash` 1033: a client whose every create answer was lost never found its task
+/// (then waiting for input): clients now adopt unknown own tasks from `tasks/list`.
+const REGRESSION_SEEDS: &[(&str, u64)] = &[("store-crash", 1033)];
+
+#[test]
+fn regression_seeds_stay_fixed() {
+    for (name, seed) in REGRESSION_SEEDS {
+        let scenario = Scenario::by_name(name).expect("scenario");
+        let outcome = run_seed(&scenario, *seed);
+        assert!(
+            outcome.violations.is_empty(),
+            "{name} seed {seed}: {}\n  reproduce: {}",
+            outcome.violations[0],
+            outcome.repro_command()
+        );
+    }
+}

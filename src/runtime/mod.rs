@@ -90,10 +90,34 @@ pub struct Invocation {
     pub request: WrappedRequest,
 }
 
+/// What a tool run came to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolStep {
+    /// The request's final outcome (an `isError` result or an RPC error means `failed`).
+    Finished(TaskOutcome),
+    /// The tool needs the requestor first: the task moves to `input_required` with this
+    /// message, and runs again once it is `working` again.
+    NeedsInput(String),
+}
+
 /// Runs tools: the side effect. Must be idempotent per task id (a task may be delivered
 /// again after a crash between its effect and its completion write).
 pub trait Tools: Send + Sync {
-    fn run(&self, invocation: Invocation) -> BoxFuture<'static, TaskOutcome>;
+    fn run(&self, invocation: Invocation) -> BoxFuture<'static, ToolStep>;
+}
+
+/// Told of every status change the runtime applies, with the record after it: where a
+/// server sends `notifications/tasks/status`. It must never be the only copy of anything.
+pub trait Notify: Send + Sync {
+    fn status_changed(&self, record: &TaskRecord);
+}
+
+/// Tells no one.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoNotify;
+
+impl Notify for NoNotify {
+    fn status_changed(&self, _record: &TaskRecord) {}
 }
 
 /// Timing of the runtime's loops.
@@ -149,6 +173,7 @@ pub struct Runtime {
     pub tools: Arc<dyn Tools>,
     pub env: Arc<dyn Env>,
     pub probe: Arc<dyn Probe>,
+    pub notify: Arc<dyn Notify>,
     pub config: RuntimeConfig,
     pub counters: Counters,
     shutdown: AtomicBool,
@@ -173,6 +198,7 @@ impl Runtime {
         tools: Arc<dyn Tools>,
         env: Arc<dyn Env>,
         probe: Arc<dyn Probe>,
+        notify: Arc<dyn Notify>,
         config: RuntimeConfig,
     ) -> Runtime {
         Runtime {
@@ -181,6 +207,7 @@ impl Runtime {
             tools,
             env,
             probe,
+            notify,
             config,
             counters: Counters::default(),
             shutdown: AtomicBool::new(false),
@@ -272,7 +299,7 @@ impl Runtime {
             return Ok(WorkStep::Retried);
         }
         self.probe.at(Point::AfterClaim, &task.task_id).await;
-        let outcome = self
+        let step = self
             .tools
             .run(Invocation {
                 task: task.clone(),
@@ -281,6 +308,31 @@ impl Runtime {
             .await;
         self.counters.effects_run.fetch_add(1, Ordering::Relaxed);
         self.probe.at(Point::AfterEffect, &task.task_id).await;
+        let outcome = match step {
+            ToolStep::Finished(outcome) => outcome,
+            ToolStep::NeedsInput(request_message) => {
+                let asked = self.store.transition(&TransitionCommand {
+                    task_id: task.task_id.clone(),
+                    caller: task.auth_key.clone(),
+                    expected_version: task.version,
+                    next: TaskStatus::InputRequired,
+                    outcome: None,
+                    status_message: Some(request_message),
+                    now_ms: self.env.now_ms(),
+                })?;
+                if let (Decision::ApplyTransition, Some(record)) = (asked.decision, &asked.record) {
+                    self.notify.status_changed(record);
+                }
+                // Whatever happened, look again later: the task answers for itself.
+                self.queue
+                    .nack(
+                        delivery.receipt,
+                        self.env.now_ms() + self.config.retry_after_ms,
+                    )
+                    .map_err(queue_error)?;
+                return Ok(WorkStep::Retried);
+            }
+        };
         let next = match &outcome {
             TaskOutcome::Result { result }
                 if result["isError"] == serde_json::Value::Bool(true) =>
@@ -305,6 +357,9 @@ impl Runtime {
                 self.counters
                     .completions_applied
                     .fetch_add(1, Ordering::Relaxed);
+                if let Some(record) = &written.record {
+                    self.notify.status_changed(record);
+                }
                 self.finish(&delivery)?;
             }
             Decision::IdempotentTerminal | Decision::BlockTerminalRewrite => {

@@ -34,6 +34,8 @@ pub const KNOWN_MARKS: &[&str] = &[
     "expired-before-run",
     "lost-response",
     "cross-tenant-refused",
+    "input-provided",
+    "task-adopted-from-list",
 ];
 
 #[derive(Clone, Debug, Deserialize, Serialize)]

@@ -11,8 +11,8 @@ use crate::contract::{
     Decision, Negotiated, TaskOutcome, TaskRecord, TaskStatus, TaskSupport, sha256_hex,
 };
 use crate::runtime::{
-    BoxFuture, Delivery, Env, Invocation, MemoryQueue, Message, Point, Probe, Queue, QueueError,
-    Receipt, Runtime, RuntimeConfig, Tools,
+    BoxFuture, Delivery, Env, Invocation, MemoryQueue, Message, Notify, Point, Probe, Queue,
+    QueueError, Receipt, Runtime, RuntimeConfig, ToolStep, Tools,
 };
 use crate::store::{
     Answer, CreateCommand, ListPage, ListQuery, MemoryStore, OutboxClaim, StoreError, StoreOptions,
@@ -204,6 +204,7 @@ fn timeline_of(events: &[Event]) -> Vec<String> {
                 Event::Client { at_ms, .. }
                 | Event::Applied { at_ms, .. }
                 | Event::Effect { at_ms, .. }
+                | Event::Notified { at_ms, .. }
                 | Event::Fault { at_ms, .. } => at_ms - SIM_EPOCH_MS,
             };
             format!("{at:>8} ms  {event:?}")
@@ -433,12 +434,20 @@ struct Export {
 }
 
 impl Tools for Export {
-    fn run(&self, invocation: Invocation) -> BoxFuture<'static, TaskOutcome> {
+    fn run(&self, invocation: Invocation) -> BoxFuture<'static, ToolStep> {
         let sink = self.sink.clone();
         let history = self.history.clone();
         let (low, high) = self.tool_ms;
+        // One task in four asks its requestor for input first (on its first run: the
+        // version moves past 1 once asked), exercising working <-> input_required.
+        let asks_for_input = invocation.task.version == 1
+            && invocation.task.task_id.bytes().map(u64::from).sum::<u64>() % 4 == 0;
         let task_id = invocation.task.task_id;
         Box::pin(async move {
+            if asks_for_input {
+                madsim::time::sleep(Duration::from_millis(low.max(1))).await;
+                return ToolStep::NeedsInput("which columns should the export hold?".into());
+            }
             let work_ms = low + madsim::rand::random::<u64>() % (high - low + 1);
             madsim::time::sleep(Duration::from_millis(work_ms)).await;
             // Idempotent per task: a redelivered task finds its effect and reuses it.
@@ -461,14 +470,30 @@ impl Tools for Export {
                     }
                 }
             };
-            TaskOutcome::Result {
+            ToolStep::Finished(TaskOutcome::Result {
                 result: json!({
                     "content": [{ "type": "text", "text": format!("exported as {effect_id}") }],
                     "effect": effect_id,
                     "isError": false,
                 }),
-            }
+            })
         })
+    }
+}
+
+/// Records the runtime's status notifications, for I10.
+struct SimNotify {
+    history: Arc<History>,
+}
+
+impl Notify for SimNotify {
+    fn status_changed(&self, record: &TaskRecord) {
+        self.history.push(Event::Notified {
+            task_id: record.task_id.clone(),
+            status: record.status,
+            version: record.version,
+            at_ms: SimEnv.now_ms(),
+        });
     }
 }
 
@@ -566,6 +591,9 @@ impl Shared {
                 sweep: self.sweep,
                 arrivals: self.sweep_arrivals.clone(),
             }),
+            Arc::new(SimNotify {
+                history: self.history.clone(),
+            }),
             RuntimeConfig {
                 republish_after_ms: 1_000,
                 queue_lease_ms: 1_000,
@@ -633,6 +661,7 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
                 auth_key: record.auth_key.clone(),
                 status: record.status,
                 version: record.version,
+                outcome: None,
             })
             .collect()
     };
@@ -700,21 +729,66 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
     let mine_set: std::collections::BTreeSet<String> = mine.iter().cloned().collect();
     // Poll each task until terminal (or expired), with the poll interval and jitter.
     let interval = shared.scenario.poll_interval_ms;
-    for task_id in mine {
-        for _poll in 0..2_000 {
-            madsim::time::sleep(Duration::from_millis(
-                interval + madsim::rand::random::<u64>() % (interval / 2 + 1),
-            ))
-            .await;
-            let cancel_now = madsim::rand::random::<u64>() % 100 < shared.knobs.cancel_percent;
-            if cancel_now
-                && let Ok(answer) =
-                    shared
-                        .store
-                        .cancel(Negotiated::FULL, &caller, &task_id, SimEnv.now_ms())
-            {
+    // Poll each known task; then list, and adopt any own task the client never heard
+    // of (every create answer lost): anything it can get, it can find by listing.
+    let mut pending: std::collections::VecDeque<String> = mine.iter().cloned().collect();
+    let mut adopted = false;
+    loop {
+        while let Some(task_id) = pending.pop_front() {
+            for _poll in 0..2_000 {
+                madsim::time::sleep(Duration::from_millis(
+                    interval + madsim::rand::random::<u64>() % (interval / 2 + 1),
+                ))
+                .await;
+                let cancel_now = madsim::rand::random::<u64>() % 100 < shared.knobs.cancel_percent;
+                if cancel_now
+                    && let Ok(answer) =
+                        shared
+                            .store
+                            .cancel(Negotiated::FULL, &caller, &task_id, SimEnv.now_ms())
+                {
+                    record(
+                        ClientOp::Cancel {
+                            task_id: task_id.clone(),
+                        },
+                        ClientResult::Ok {
+                            decision: answer.decision,
+                            revealed: revealed(&answer),
+                        },
+                    );
+                }
+                if madsim::rand::random::<u64>() % 100 < shared.knobs.cross_tenant_percent {
+                    let known = shared.known.lock().expect("known tasks").clone();
+                    let foreign: Vec<&String> =
+                        known.iter().filter(|id| !mine_set.contains(*id)).collect();
+                    if !foreign.is_empty() {
+                        let target = foreign
+                            [(madsim::rand::random::<u64>() % foreign.len() as u64) as usize]
+                            .clone();
+                        if let Ok(answer) = shared.store.get(&caller, &target, SimEnv.now_ms()) {
+                            if answer.decision == Decision::BlockAuth {
+                                shared.history.mark("cross-tenant-refused");
+                            }
+                            record(
+                                ClientOp::Get { task_id: target },
+                                ClientResult::Ok {
+                                    decision: answer.decision,
+                                    revealed: revealed(&answer),
+                                },
+                            );
+                        }
+                    }
+                }
+                let Ok(answer) = shared.store.get(&caller, &task_id, SimEnv.now_ms()) else {
+                    continue;
+                };
+                let terminal = answer
+                    .record
+                    .as_ref()
+                    .is_some_and(|r| r.status.is_terminal());
+                let gone = answer.decision != Decision::ReturnStatus;
                 record(
-                    ClientOp::Cancel {
+                    ClientOp::Get {
                         task_id: task_id.clone(),
                     },
                     ClientResult::Ok {
@@ -722,63 +796,88 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
                         revealed: revealed(&answer),
                     },
                 );
-            }
-            if madsim::rand::random::<u64>() % 100 < shared.knobs.cross_tenant_percent {
-                let known = shared.known.lock().expect("known tasks").clone();
-                let foreign: Vec<&String> =
-                    known.iter().filter(|id| !mine_set.contains(*id)).collect();
-                if !foreign.is_empty() {
-                    let target = foreign
-                        [(madsim::rand::random::<u64>() % foreign.len() as u64) as usize]
-                        .clone();
-                    if let Ok(answer) = shared.store.get(&caller, &target, SimEnv.now_ms()) {
-                        if answer.decision == Decision::BlockAuth {
-                            shared.history.mark("cross-tenant-refused");
-                        }
-                        record(
-                            ClientOp::Get { task_id: target },
-                            ClientResult::Ok {
-                                decision: answer.decision,
-                                revealed: revealed(&answer),
-                            },
-                        );
-                    }
-                }
-            }
-            let Ok(answer) = shared.store.get(&caller, &task_id, SimEnv.now_ms()) else {
-                continue;
-            };
-            let terminal = answer
-                .record
-                .as_ref()
-                .is_some_and(|r| r.status.is_terminal());
-            let gone = answer.decision != Decision::ReturnStatus;
-            record(
-                ClientOp::Get {
-                    task_id: task_id.clone(),
-                },
-                ClientResult::Ok {
-                    decision: answer.decision,
-                    revealed: revealed(&answer),
-                },
-            );
-            if terminal {
-                if let Ok(result) = shared.store.result(&caller, &task_id, SimEnv.now_ms()) {
+                // The requestor answers a question: the server moves the task back to working.
+                if let Some(asking) = answer
+                    .record
+                    .as_ref()
+                    .filter(|record| record.status == TaskStatus::InputRequired)
+                    && let Ok(answered) = shared.store.transition(&TransitionCommand {
+                        task_id: task_id.clone(),
+                        caller: caller.clone(),
+                        expected_version: asking.version,
+                        next: TaskStatus::Working,
+                        outcome: None,
+                        status_message: Some("input provided".into()),
+                        now_ms: SimEnv.now_ms(),
+                    })
+                {
+                    shared.history.mark("input-provided");
                     record(
-                        ClientOp::Result {
+                        ClientOp::ProvideInput {
                             task_id: task_id.clone(),
                         },
                         ClientResult::Ok {
-                            decision: result.decision,
-                            revealed: revealed(&result),
+                            decision: answered.decision,
+                            revealed: revealed(&answered),
                         },
                     );
                 }
-                break;
+                if terminal {
+                    if let Ok(result) = shared.store.result(&caller, &task_id, SimEnv.now_ms()) {
+                        let mut shown = revealed(&result);
+                        for (seen, record) in shown.iter_mut().zip(&result.record) {
+                            seen.outcome = record.outcome.clone();
+                        }
+                        record(
+                            ClientOp::Result {
+                                task_id: task_id.clone(),
+                            },
+                            ClientResult::Ok {
+                                decision: result.decision,
+                                revealed: shown,
+                            },
+                        );
+                    }
+                    break;
+                }
+                if gone {
+                    break;
+                }
             }
-            if gone {
-                break;
+        }
+        if adopted {
+            break;
+        }
+        adopted = true;
+        {
+            // The store may be down: retry the listing a bounded number of times.
+            let mut listed = None;
+            for _attempt in 0..50 {
+                match shared.store.list(&ListQuery {
+                    negotiated: Negotiated::FULL,
+                    caller: caller.clone(),
+                    cursor: None,
+                    limit: 100,
+                    now_ms: SimEnv.now_ms(),
+                }) {
+                    Ok(page) => {
+                        listed = Some(page);
+                        break;
+                    }
+                    Err(_) => madsim::time::sleep(Duration::from_millis(interval)).await,
+                }
             }
+            if let Some(page) = listed {
+                for task in page.tasks {
+                    if !mine_set.contains(&task.task_id) && !task.status.is_terminal() {
+                        shared.history.mark("task-adopted-from-list");
+                        pending.push_back(task.task_id);
+                    }
+                }
+            }
+        }
+        if pending.is_empty() {
+            break;
         }
     }
     if let Ok(page) = shared.store.list(&ListQuery {
@@ -796,6 +895,7 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
                 auth_key: record.auth_key.clone(),
                 status: record.status,
                 version: record.version,
+                outcome: None,
             })
             .collect();
         record(
@@ -898,6 +998,10 @@ async fn simulate(
         ))
         .await;
         let victim = &killable[(madsim::rand::random::<u64>() % killable.len() as u64) as usize];
+        history.push(Event::Fault {
+            what: format!("{fault} begins (node {})", victim.id()),
+            at_ms: SimEnv.now_ms(),
+        });
         let what = match fault {
             "kill" => {
                 history.mark("kill:random");
