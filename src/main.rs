@@ -319,7 +319,7 @@ mod sim {
             }
         };
         let outcome = run_seed(&scenario, seed);
-        for line in &outcome.timeline {
+        for line in outcome.timeline() {
             println!("{line}");
         }
         for violation in &outcome.violations {

@@ -24,7 +24,7 @@ fn a_crash_at_each_named_point_breaks_nothing() {
                 point.name(),
                 outcome.violations[0],
                 outcome
-                    .timeline
+                    .timeline()
                     .iter()
                     .rev()
                     .take(20)

@@ -97,11 +97,13 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex_lower(&Sha256::digest(bytes))
 }
 
-pub(crate) fn hex_lower(bytes: &[u8]) -> String {
+/// Lower-case hex of `bytes`.
+pub fn hex_lower(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for byte in bytes {
-        // Writing to a String cannot fail.
-        let _ = write!(out, "{byte:02x}");
+        out.push(DIGITS[usize::from(byte >> 4)] as char);
+        out.push(DIGITS[usize::from(byte & 0x0f)] as char);
     }
     out
 }

@@ -16,7 +16,8 @@ mod status;
 pub use cursor::{CURSOR_BYTES_MAX, decode_cursor, encode_cursor};
 pub use decision::{Decision, Surface};
 pub use digest::{
-    DigestInputError, RequestDigest, canonical_json, digest_of_message, request_digest, sha256_hex,
+    DigestInputError, RequestDigest, canonical_json, digest_of_message, hex_lower, request_digest,
+    sha256_hex,
 };
 pub use guard::{
     CreateRequest, CursorCheck, ListPosition, TransitionRequest, guard_cancel, guard_create,

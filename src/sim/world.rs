@@ -7,9 +7,7 @@ use super::{SIM_EPOCH_MS, SimEnv};
 use crate::check::{
     self, AppliedKind, CheckContext, ClientOp, ClientResult, Event, Revealed, Violation,
 };
-use crate::contract::{
-    Decision, Negotiated, TaskOutcome, TaskRecord, TaskStatus, TaskSupport, sha256_hex,
-};
+use crate::contract::{Decision, Negotiated, TaskOutcome, TaskRecord, TaskStatus, TaskSupport};
 use crate::runtime::{
     BoxFuture, Delivery, Env, Invocation, MemoryQueue, Message, Notify, Point, Probe, Queue,
     QueueError, Receipt, Runtime, RuntimeConfig, ToolStep, Tools,
@@ -95,10 +93,16 @@ pub struct SimOutcome {
     pub trace_hash: String,
     pub events: usize,
     /// The history, one line per event.
-    pub timeline: Vec<String>,
+    /// The recorded history; [`SimOutcome::timeline`] renders it.
+    pub history: Vec<Event>,
 }
 
 impl SimOutcome {
+    /// The history, one line per event with its simulated time.
+    pub fn timeline(&self) -> Vec<String> {
+        self.history.iter().map(timeline_line).collect()
+    }
+
     /// The line a user pastes to replay this run.
     pub fn repro_command(&self) -> String {
         format!(
@@ -171,7 +175,7 @@ pub fn run_seed_with(scenario: &Scenario, seed: u64, sweep: Option<Sweep>) -> Si
             Ok(events) => events.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         };
-        let timeline = timeline_of(&events);
+
         let message = panic
             .downcast_ref::<String>()
             .cloned()
@@ -188,28 +192,49 @@ pub fn run_seed_with(scenario: &Scenario, seed: u64, sweep: Option<Sweep>) -> Si
                 events: Vec::new(),
             }],
             marks: BTreeMap::new(),
-            trace_hash: sha256_hex(timeline.join("\n").as_bytes()),
+            trace_hash: trace_hash(&events),
             events: events.len(),
-            timeline,
+            history: events,
         }
     })
 }
 
-/// One line per event, with its simulated time; the trace hash is taken over these.
-fn timeline_of(events: &[Event]) -> Vec<String> {
-    events
-        .iter()
-        .map(|event| {
-            let at = match event {
-                Event::Client { at_ms, .. }
-                | Event::Applied { at_ms, .. }
-                | Event::Effect { at_ms, .. }
-                | Event::Notified { at_ms, .. }
-                | Event::Fault { at_ms, .. } => at_ms - SIM_EPOCH_MS,
-            };
-            format!("{at:>8} ms  {event:?}")
-        })
-        .collect()
+/// Simulated milliseconds since the start of the run at which `event` happened.
+fn offset_ms(event: &Event) -> u64 {
+    match event {
+        Event::Client { at_ms, .. }
+        | Event::Applied { at_ms, .. }
+        | Event::Effect { at_ms, .. }
+        | Event::Notified { at_ms, .. }
+        | Event::Fault { at_ms, .. } => at_ms - SIM_EPOCH_MS,
+    }
+}
+
+/// One timeline line: the offset, then the event.
+fn timeline_line(event: &Event) -> String {
+    format!("{:>8} ms  {event:?}", offset_ms(event))
+}
+
+/// SHA-256 over the timeline's lines joined by newlines, streamed: no line is built.
+fn trace_hash(events: &[Event]) -> String {
+    use sha2::Digest as _;
+    use std::fmt::Write as _;
+    struct Hashing(sha2::Sha256);
+    impl std::fmt::Write for Hashing {
+        fn write_str(&mut self, text: &str) -> std::fmt::Result {
+            self.0.update(text.as_bytes());
+            Ok(())
+        }
+    }
+    let mut hashing = Hashing(sha2::Sha256::new());
+    for (index, event) in events.iter().enumerate() {
+        if index > 0 {
+            hashing.0.update(b"\n");
+        }
+        // Writing into a hasher cannot fail.
+        let _ = write!(hashing, "{:>8} ms  {event:?}", offset_ms(event));
+    }
+    crate::contract::hex_lower(&hashing.0.finalize())
 }
 
 /// The shared, append-only record the oracle reads.
@@ -1070,8 +1095,7 @@ async fn simulate(
             liveness_deadline_ms: Some(liveness_deadline_ms),
         },
     );
-    let timeline = timeline_of(&events);
-    let trace_hash = sha256_hex(timeline.join("\n").as_bytes());
+    let trace_hash = trace_hash(&events);
     let marks = history.marks.lock().expect("marks").clone();
     SimOutcome {
         scenario: scenario.name,
@@ -1081,6 +1105,6 @@ async fn simulate(
         marks,
         trace_hash,
         events: events.len(),
-        timeline,
+        history: events,
     }
 }
