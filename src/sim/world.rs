@@ -1088,7 +1088,8 @@ async fn simulate(
     madsim::time::sleep(Duration::from_millis(remaining.min(500))).await;
     let liveness_deadline_ms = SimEnv.now_ms();
 
-    let events = history.events.lock().expect("history").clone();
+    // The run is over: take the history rather than copy it.
+    let events = std::mem::take(&mut *history.events.lock().expect("history"));
     let violations = check::check(
         &events,
         &CheckContext {
@@ -1096,7 +1097,7 @@ async fn simulate(
         },
     );
     let trace_hash = trace_hash(&events);
-    let marks = history.marks.lock().expect("marks").clone();
+    let marks = std::mem::take(&mut *history.marks.lock().expect("marks"));
     SimOutcome {
         scenario: scenario.name,
         seed,
