@@ -293,10 +293,7 @@ impl Runtime {
         };
         if task.status == TaskStatus::InputRequired {
             // Waiting for the requestor: look again later.
-            self.queue
-                .nack(delivery.receipt, now_ms + self.config.retry_after_ms)
-                .map_err(queue_error)?;
-            return Ok(WorkStep::Retried);
+            return self.retry_later(&delivery);
         }
         self.probe.at(Point::AfterClaim, &task.task_id).await;
         let step = self
@@ -324,13 +321,7 @@ impl Runtime {
                     self.notify.status_changed(record);
                 }
                 // Whatever happened, look again later: the task answers for itself.
-                self.queue
-                    .nack(
-                        delivery.receipt,
-                        self.env.now_ms() + self.config.retry_after_ms,
-                    )
-                    .map_err(queue_error)?;
-                return Ok(WorkStep::Retried);
+                return self.retry_later(&delivery);
             }
         };
         let next = match &outcome {
@@ -369,13 +360,7 @@ impl Runtime {
             }
             Decision::BlockStaleVersion | Decision::BlockIllegalTransition => {
                 self.counters.writes_refused.fetch_add(1, Ordering::Relaxed);
-                self.queue
-                    .nack(
-                        delivery.receipt,
-                        self.env.now_ms() + self.config.retry_after_ms,
-                    )
-                    .map_err(queue_error)?;
-                return Ok(WorkStep::Retried);
+                return self.retry_later(&delivery);
             }
             _ => {
                 // Expired, gone or not ours: nothing more to do for this message.
@@ -384,6 +369,18 @@ impl Runtime {
             }
         }
         Ok(WorkStep::Ran(written.decision))
+    }
+
+    /// Makes a delivery visible again after `retry_after_ms`: its task changed under the
+    /// worker, or waits for its requestor.
+    fn retry_later(&self, delivery: &Delivery) -> Result<WorkStep, StoreError> {
+        self.queue
+            .nack(
+                delivery.receipt,
+                self.env.now_ms() + self.config.retry_after_ms,
+            )
+            .map_err(queue_error)?;
+        Ok(WorkStep::Retried)
     }
 
     /// Retires a delivery whose task is terminal: the outbox entry, then the message.

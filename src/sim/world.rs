@@ -677,19 +677,8 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
             at_ms: SimEnv.now_ms(),
         });
     };
-    let revealed = |answer: &Answer| -> Vec<Revealed> {
-        answer
-            .record
-            .iter()
-            .map(|record| Revealed {
-                task_id: record.task_id.clone(),
-                auth_key: record.auth_key.clone(),
-                status: record.status,
-                version: record.version,
-                outcome: None,
-            })
-            .collect()
-    };
+    let revealed =
+        |answer: &Answer| -> Vec<Revealed> { answer.record.iter().map(revealed_of).collect() };
     let mut mine: Vec<String> = Vec::new();
     for n in 0..shared.scenario.tasks_per_tenant {
         let key = format!("{caller}#{n}");
@@ -912,17 +901,7 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
         limit: 100,
         now_ms: SimEnv.now_ms(),
     }) {
-        let revealed = page
-            .tasks
-            .iter()
-            .map(|record| Revealed {
-                task_id: record.task_id.clone(),
-                auth_key: record.auth_key.clone(),
-                status: record.status,
-                version: record.version,
-                outcome: None,
-            })
-            .collect();
+        let revealed = page.tasks.iter().map(revealed_of).collect();
         record(
             ClientOp::List,
             ClientResult::Ok {
@@ -930,6 +909,17 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
                 revealed,
             },
         );
+    }
+}
+
+/// What an answer shows a client of one record (its payload is added for `tasks/result`).
+fn revealed_of(record: &TaskRecord) -> Revealed {
+    Revealed {
+        task_id: record.task_id.clone(),
+        auth_key: record.auth_key.clone(),
+        status: record.status,
+        version: record.version,
+        outcome: None,
     }
 }
 
