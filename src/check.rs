@@ -12,7 +12,7 @@
 //! stored record wins over notifications.
 
 use crate::contract::{Decision, TaskOutcome, TaskStatus};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// One thing that happened, in simulation order.
@@ -415,14 +415,28 @@ fn check_task(
 
 /// I4 and I5, per client and caller.
 fn check_clients(history: &[Event], out: &mut Vec<Violation>) {
-    // (caller, key) → (digest, task id, event) of the first accepted creation.
+    // When each task expires: a key's binding lives as long as its task (DESIGN.md §3), so
+    // after that a new task under the same key is a fresh admission, not a second one.
+    let expiry: BTreeMap<&str, Option<u64>> = history
+        .iter()
+        .filter_map(|event| match event {
+            Event::Applied {
+                task_id,
+                kind: AppliedKind::Create,
+                expires_at_ms,
+                ..
+            } => Some((task_id.as_str(), *expires_at_ms)),
+            _ => None,
+        })
+        .collect();
+    // (caller, key) → (digest, task id, event) of the admission currently holding the key.
     let mut admitted: BTreeMap<(&str, &str), (&str, &str, usize)> = BTreeMap::new();
-    let mut tasks_per_key: BTreeMap<(&str, &str), BTreeSet<&str>> = BTreeMap::new();
     for (index, event) in history.iter().enumerate() {
         let Event::Client {
             caller,
             op,
             result: ClientResult::Ok { decision, revealed },
+            at_ms,
             ..
         } = event
         else {
@@ -439,6 +453,8 @@ fn check_clients(history: &[Event], out: &mut Vec<Violation>) {
                 ));
             }
         }
+        // I5: per (caller, key) one task while it lives; same digest replays it; another
+        // digest is never admitted under it.
         let ClientOp::Create {
             idempotency_key: Some(key),
             digest,
@@ -449,44 +465,38 @@ fn check_clients(history: &[Event], out: &mut Vec<Violation>) {
         let Some(task) = revealed.first() else {
             continue;
         };
+        if !matches!(decision, Decision::AcceptTask | Decision::ReplayTask) {
+            continue;
+        }
         let slot = (caller.as_str(), key.as_str());
-        match decision {
-            Decision::AcceptTask | Decision::ReplayTask => {
-                tasks_per_key.entry(slot).or_default().insert(&task.task_id);
-                match admitted.get(&slot) {
-                    Some((first_digest, first_id, first)) => {
-                        if first_digest != digest {
-                            out.push(violation(
-                                "I5",
-                                &task.task_id,
-                                format!("key {key} admitted two digests"),
-                                vec![*first, index],
-                            ));
-                        } else if *first_id != task.task_id {
-                            out.push(violation(
-                                "I5",
-                                &task.task_id,
-                                format!("key {key} gave tasks {first_id} and {}", task.task_id),
-                                vec![*first, index],
-                            ));
-                        }
-                    }
-                    None => {
-                        admitted.insert(slot, (digest, &task.task_id, index));
-                    }
+        let holder_expired = admitted.get(&slot).is_some_and(|(_, holder, _)| {
+            expiry
+                .get(holder)
+                .copied()
+                .flatten()
+                .is_some_and(|expires_at_ms| *at_ms >= expires_at_ms)
+        });
+        match admitted.get(&slot) {
+            Some((first_digest, first_id, first)) if !holder_expired => {
+                if first_digest != digest {
+                    out.push(violation(
+                        "I5",
+                        &task.task_id,
+                        format!("key {key} admitted two digests"),
+                        vec![*first, index],
+                    ));
+                } else if *first_id != task.task_id {
+                    out.push(violation(
+                        "I5",
+                        &task.task_id,
+                        format!("key {key} gave tasks {first_id} and {}", task.task_id),
+                        vec![*first, index],
+                    ));
                 }
             }
-            _ => {}
-        }
-    }
-    for ((caller, key), ids) in tasks_per_key {
-        if ids.len() > 1 {
-            out.push(violation(
-                "I5",
-                ids.iter().next().copied().unwrap_or(""),
-                format!("{caller} key {key} bound to {} tasks", ids.len()),
-                vec![],
-            ));
+            _ => {
+                admitted.insert(slot, (digest, &task.task_id, index));
+            }
         }
     }
 }

@@ -1,0 +1,189 @@
+//! The oracle on hand-written histories: it flags what it must and nothing else.
+
+use tasklatch::check::{AppliedKind, CheckContext, ClientOp, ClientResult, Event, Revealed, check};
+use tasklatch::contract::{Decision, TaskStatus};
+
+fn applied(
+    task_id: &str,
+    kind: AppliedKind,
+    expected: Option<u64>,
+    version: u64,
+    status: TaskStatus,
+    at_ms: u64,
+) -> Event {
+    Event::Applied {
+        task_id: task_id.into(),
+        auth_key: "a".into(),
+        kind,
+        expected_version: expected,
+        version,
+        status,
+        outcome: None,
+        expires_at_ms: Some(1_000),
+        at_ms,
+    }
+}
+
+fn create(task_id: &str, key: &str, digest: &str, decision: Decision, at_ms: u64) -> Event {
+    Event::Client {
+        client: "c".into(),
+        caller: "a".into(),
+        op: ClientOp::Create {
+            idempotency_key: Some(key.into()),
+            digest: digest.into(),
+        },
+        result: ClientResult::Ok {
+            decision,
+            revealed: vec![Revealed {
+                task_id: task_id.into(),
+                auth_key: "a".into(),
+                status: TaskStatus::Working,
+                version: 1,
+                outcome: None,
+            }],
+        },
+        at_ms,
+    }
+}
+
+fn invariants(history: &[Event]) -> Vec<&'static str> {
+    check(history, &CheckContext::default())
+        .iter()
+        .map(|v| v.invariant)
+        .collect()
+}
+
+#[test]
+fn a_clean_history_has_no_violations() {
+    let history = [
+        applied("t1", AppliedKind::Create, None, 1, TaskStatus::Working, 10),
+        create("t1", "k", "d1", Decision::AcceptTask, 10),
+        create("t1", "k", "d1", Decision::ReplayTask, 20),
+        applied(
+            "t1",
+            AppliedKind::Transition,
+            Some(1),
+            2,
+            TaskStatus::Completed,
+            30,
+        ),
+    ];
+    assert_eq!(invariants(&history), Vec::<&str>::new());
+}
+
+#[test]
+fn one_key_two_live_tasks_is_i5_but_not_after_expiry() {
+    let live = [
+        applied("t1", AppliedKind::Create, None, 1, TaskStatus::Working, 10),
+        create("t1", "k", "d1", Decision::AcceptTask, 10),
+        applied("t2", AppliedKind::Create, None, 1, TaskStatus::Working, 20),
+        create("t2", "k", "d1", Decision::AcceptTask, 20),
+    ];
+    assert_eq!(invariants(&live), ["I5"]);
+    let after_expiry = [
+        applied("t1", AppliedKind::Create, None, 1, TaskStatus::Working, 10),
+        create("t1", "k", "d1", Decision::AcceptTask, 10),
+        applied(
+            "t2",
+            AppliedKind::Create,
+            None,
+            1,
+            TaskStatus::Working,
+            1_000,
+        ),
+        create("t2", "k", "d1", Decision::AcceptTask, 1_000),
+    ];
+    assert_eq!(
+        invariants(&after_expiry),
+        Vec::<&str>::new(),
+        "t1 expired at 1000: its key is free"
+    );
+    let other_digest = [
+        applied("t1", AppliedKind::Create, None, 1, TaskStatus::Working, 10),
+        create("t1", "k", "d1", Decision::AcceptTask, 10),
+        create("t1", "k", "d2", Decision::ReplayTask, 20),
+    ];
+    assert_eq!(invariants(&other_digest), ["I5"]);
+}
+
+#[test]
+fn rewrites_stale_writes_late_writes_and_leaks_are_named() {
+    let rewrite = [
+        applied("t1", AppliedKind::Create, None, 1, TaskStatus::Working, 10),
+        applied(
+            "t1",
+            AppliedKind::Cancel,
+            Some(1),
+            2,
+            TaskStatus::Cancelled,
+            20,
+        ),
+        applied(
+            "t1",
+            AppliedKind::Transition,
+            Some(2),
+            3,
+            TaskStatus::Completed,
+            30,
+        ),
+    ];
+    assert_eq!(invariants(&rewrite), ["I1"]);
+    let stale = [
+        applied("t1", AppliedKind::Create, None, 1, TaskStatus::Working, 10),
+        applied(
+            "t1",
+            AppliedKind::Transition,
+            Some(1),
+            2,
+            TaskStatus::InputRequired,
+            20,
+        ),
+        applied(
+            "t1",
+            AppliedKind::Transition,
+            Some(1),
+            3,
+            TaskStatus::Completed,
+            30,
+        ),
+    ];
+    assert_eq!(invariants(&stale), ["I3"]);
+    let late = [
+        applied("t1", AppliedKind::Create, None, 1, TaskStatus::Working, 10),
+        applied(
+            "t1",
+            AppliedKind::Transition,
+            Some(1),
+            2,
+            TaskStatus::Completed,
+            1_000,
+        ),
+    ];
+    assert_eq!(invariants(&late), ["I7"]);
+    let mut leak = create("t9", "k", "d", Decision::AcceptTask, 10);
+    if let Event::Client { caller, .. } = &mut leak {
+        *caller = "b".into();
+    }
+    assert_eq!(invariants(&[leak]), ["I4"]);
+}
+
+#[test]
+fn liveness_names_tasks_left_unfinished() {
+    let history = [applied(
+        "t1",
+        AppliedKind::Create,
+        None,
+        1,
+        TaskStatus::Working,
+        10,
+    )];
+    let context = CheckContext {
+        liveness_deadline_ms: Some(500),
+    };
+    let violations = check(&history, &context);
+    assert_eq!(
+        violations.iter().map(|v| v.invariant).collect::<Vec<_>>(),
+        ["I8"]
+    );
+    assert_eq!(violations[0].task_id, "t1");
+}
