@@ -141,7 +141,7 @@ pub struct CheckContext {
 /// Checks every invariant; returns all violations found (empty: the history is clean).
 pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
     let mut violations = Vec::new();
-    let mut tasks: BTreeMap<&str, TaskFacts<'_>> = BTreeMap::new();
+    let mut tasks: BTreeMap<&str, TaskFacts> = BTreeMap::new();
     for (index, event) in history.iter().enumerate() {
         match event {
             Event::Applied { task_id, .. } => tasks.entry(task_id).or_default().applied.push(index),
@@ -168,12 +168,11 @@ pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
 }
 
 #[derive(Default)]
-struct TaskFacts<'h> {
+struct TaskFacts {
     applied: Vec<usize>,
     effects: Vec<usize>,
     reads: Vec<usize>,
     notified: Vec<usize>,
-    _history: std::marker::PhantomData<&'h ()>,
 }
 
 fn violation(
@@ -193,7 +192,7 @@ fn violation(
 fn check_task(
     history: &[Event],
     task_id: &str,
-    facts: &TaskFacts<'_>,
+    facts: &TaskFacts,
     context: &CheckContext,
     out: &mut Vec<Violation>,
 ) {

@@ -248,7 +248,7 @@ mod sim {
     use super::{EXIT_BAD_INPUT, EXIT_MISMATCH};
     use std::process::ExitCode;
     use tasklatch::runtime::Point;
-    use tasklatch::sim::{Scenario, Sweep, run_seed, run_seed_with};
+    use tasklatch::sim::{Scenario, Sweep, parse_seed_range, run_seed, run_seed_with};
 
     fn scenario(name: &str) -> Result<Scenario, String> {
         Scenario::by_name(name)
@@ -268,16 +268,14 @@ mod sim {
                 }
             },
         };
-        let parsed = seeds
-            .split_once("..")
-            .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
-            .filter(|(a, b)| a < b);
-        let (Ok(scenario), Some((first, end))) = (scenario(name), parsed) else {
-            eprintln!(
-                "error: --scenario {name:?} --seeds {seeds:?}: expected a known scenario and a..b"
-            );
-            return ExitCode::from(EXIT_BAD_INPUT);
+        let (scenario, range) = match (scenario(name), parse_seed_range(seeds)) {
+            (Ok(scenario), Ok(range)) => (scenario, range),
+            (Err(error), _) | (_, Err(error)) => {
+                eprintln!("error: {error}");
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
         };
+        let (first, end) = (range.start, range.end);
         let started = std::time::Instant::now();
         let mut failing = 0u64;
         let mut marks = std::collections::BTreeMap::<String, u64>::new();

@@ -338,9 +338,7 @@ fn run_races(label: &str, open: &dyn Fn() -> Box<dyn TaskStore>) {
 #[test]
 fn memory_races() {
     let store = std::sync::Arc::new(MemoryStore::open(&StoreOptions::default()).unwrap());
-    run_races("memory", &|| {
-        Box::new(Shared(store.clone())) as Box<dyn TaskStore>
-    });
+    run_races("memory", &|| Box::new(store.clone()) as Box<dyn TaskStore>);
 }
 
 #[test]
@@ -367,61 +365,4 @@ fn postgres_races() {
                 .expect("open PostgreSQL"),
         ) as Box<dyn TaskStore>
     });
-}
-
-/// Several handles on one memory store (its "connections").
-struct Shared(std::sync::Arc<MemoryStore>);
-
-impl TaskStore for Shared {
-    fn create(&self, c: &CreateCommand) -> Result<Answer, tasklatch::store::StoreError> {
-        self.0.create(c)
-    }
-    fn transition(&self, c: &TransitionCommand) -> Result<Answer, tasklatch::store::StoreError> {
-        self.0.transition(c)
-    }
-    fn read(
-        &self,
-        id: &str,
-    ) -> Result<Option<tasklatch::contract::TaskRecord>, tasklatch::store::StoreError> {
-        self.0.read(id)
-    }
-    fn cancel(
-        &self,
-        n: Negotiated,
-        caller: &str,
-        id: &str,
-        now: u64,
-    ) -> Result<Answer, tasklatch::store::StoreError> {
-        self.0.cancel(n, caller, id, now)
-    }
-    fn list(
-        &self,
-        q: &tasklatch::store::ListQuery,
-    ) -> Result<tasklatch::store::ListPage, tasklatch::store::StoreError> {
-        self.0.list(q)
-    }
-    fn claim(
-        &self,
-        w: &str,
-        now: u64,
-        lease: u64,
-        max: usize,
-    ) -> Result<Vec<tasklatch::store::OutboxClaim>, tasklatch::store::StoreError> {
-        self.0.claim(w, now, lease, max)
-    }
-    fn ack(&self, id: &str, attempt: u32, now: u64) -> Result<bool, tasklatch::store::StoreError> {
-        self.0.ack(id, attempt, now)
-    }
-    fn release_expired_leases(&self, now: u64) -> Result<usize, tasklatch::store::StoreError> {
-        self.0.release_expired_leases(now)
-    }
-    fn sweep_expired(&self, now: u64, max: usize) -> Result<usize, tasklatch::store::StoreError> {
-        self.0.sweep_expired(now, max)
-    }
-    fn import(
-        &self,
-        records: &[tasklatch::contract::TaskRecord],
-    ) -> Result<(), tasklatch::store::StoreError> {
-        self.0.import(records)
-    }
 }

@@ -11,7 +11,9 @@ mod scenario;
 mod world;
 
 pub use scenario::{Faults, KNOWN_MARKS, SCENARIO_SCHEMA, Scenario};
-pub use world::{Knobs, SimOutcome, Sweep, run_seed, run_seed_with, seeds_from_env};
+pub use world::{
+    Knobs, SimOutcome, Sweep, parse_seed_range, run_seed, run_seed_with, seeds_from_env,
+};
 
 use crate::runtime::{BoxFuture, Env};
 use std::time::Duration;

@@ -137,12 +137,7 @@ impl Scenario {
         let scenario: Scenario =
             serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
                 let inner = error.inner();
-                let message = inner.to_string();
-                let message = message
-                    .split(" at line ")
-                    .next()
-                    .unwrap_or(&message)
-                    .to_owned();
+                let message = crate::fixture::strip_position(inner);
                 format!(
                     "{}:{}:{}: {}: {message}",
                     path.display(),

@@ -124,21 +124,24 @@ pub fn seeds_from_env(default: std::ops::Range<u64>) -> Result<std::ops::Range<u
         return Ok(seed..seed + 1);
     }
     if let Ok(range) = std::env::var("SIM_SEEDS") {
-        let (a, b) = range
-            .split_once("..")
-            .ok_or_else(|| format!("SIM_SEEDS={range:?}: expected a..b"))?;
-        let (a, b): (u64, u64) = (
-            a.parse()
-                .map_err(|_| format!("SIM_SEEDS={range:?}: bad start"))?,
-            b.parse()
-                .map_err(|_| format!("SIM_SEEDS={range:?}: bad end"))?,
-        );
-        if a >= b {
-            return Err(format!("SIM_SEEDS={range:?} is empty"));
-        }
-        return Ok(a..b);
+        return parse_seed_range(&range).map_err(|error| format!("SIM_SEEDS: {error}"));
     }
     Ok(default)
+}
+
+/// Parses a half-open seed range `a..b` (non-empty).
+pub fn parse_seed_range(text: &str) -> Result<std::ops::Range<u64>, String> {
+    let (a, b) = text
+        .split_once("..")
+        .ok_or_else(|| format!("{text:?}: expected a..b"))?;
+    let (a, b): (u64, u64) = (
+        a.parse().map_err(|_| format!("{text:?}: bad start"))?,
+        b.parse().map_err(|_| format!("{text:?}: bad end"))?,
+    );
+    if a >= b {
+        return Err(format!("{text:?} is empty"));
+    }
+    Ok(a..b)
 }
 
 /// Runs one seed of `scenario` on a fresh OS thread (madsim keeps per-thread state).

@@ -274,6 +274,52 @@ pub trait TaskStore: Send + Sync {
     fn import(&self, records: &[TaskRecord]) -> Result<(), StoreError>;
 }
 
+/// A shared store is a store: several handles (threads, nodes) on one `Arc`.
+impl<S: TaskStore + ?Sized> TaskStore for std::sync::Arc<S> {
+    fn create(&self, command: &CreateCommand) -> Result<Answer, StoreError> {
+        (**self).create(command)
+    }
+    fn transition(&self, command: &TransitionCommand) -> Result<Answer, StoreError> {
+        (**self).transition(command)
+    }
+    fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        (**self).read(task_id)
+    }
+    fn cancel(
+        &self,
+        negotiated: Negotiated,
+        caller: &str,
+        task_id: &str,
+        now_ms: u64,
+    ) -> Result<Answer, StoreError> {
+        (**self).cancel(negotiated, caller, task_id, now_ms)
+    }
+    fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        (**self).list(query)
+    }
+    fn claim(
+        &self,
+        worker: &str,
+        now_ms: u64,
+        lease_ms: u64,
+        max: usize,
+    ) -> Result<Vec<OutboxClaim>, StoreError> {
+        (**self).claim(worker, now_ms, lease_ms, max)
+    }
+    fn ack(&self, task_id: &str, attempt: u32, now_ms: u64) -> Result<bool, StoreError> {
+        (**self).ack(task_id, attempt, now_ms)
+    }
+    fn release_expired_leases(&self, now_ms: u64) -> Result<usize, StoreError> {
+        (**self).release_expired_leases(now_ms)
+    }
+    fn sweep_expired(&self, now_ms: u64, max: usize) -> Result<usize, StoreError> {
+        (**self).sweep_expired(now_ms, max)
+    }
+    fn import(&self, records: &[TaskRecord]) -> Result<(), StoreError> {
+        (**self).import(records)
+    }
+}
+
 /// Opens the store a URL names (see [`StoreUrl`]).
 pub fn open_store(url: &str, options: &StoreOptions) -> Result<Box<dyn TaskStore>, StoreError> {
     match StoreUrl::parse(url)? {

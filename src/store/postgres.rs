@@ -260,14 +260,14 @@ fn migrate(client: &mut Client) -> Result<Vec<u8>, StoreError> {
     {
         Some(row) => decode_hex_secret(&row.get::<_, String>(0))?,
         None => {
-            let hex = crate::contract::sha256_hex(&random_secret()?);
+            let secret = random_secret()?;
             transaction
                 .execute(
                     "INSERT INTO tasklatch_meta (key, value) VALUES ('cursor_secret', $1)",
-                    &[&hex],
+                    &[&crate::contract::hex_lower(&secret)],
                 )
                 .map_err(&failed)?;
-            decode_hex_secret(&hex)?
+            secret
         }
     };
     transaction.commit().map_err(&failed)?;

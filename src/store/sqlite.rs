@@ -204,12 +204,10 @@ fn migrate(connection: &Connection) -> Result<Vec<u8>, StoreError> {
                 connection
                     .execute(
                         "INSERT INTO tasklatch_meta (key, value) VALUES ('cursor_secret', ?1)",
-                        [crate::contract::sha256_hex(&secret)],
+                        [crate::contract::hex_lower(&secret)],
                     )
                     .map_err(&failed)?;
-                // The stored value is the secret's hash, used as the secret: 32 bytes
-                // either way, and the raw draw never sits on disk.
-                decode_hex_secret(&crate::contract::sha256_hex(&secret))
+                Ok(secret)
             }
         }
     })();
