@@ -23,6 +23,11 @@
 //! - `sim` — compiles madsim in simulation mode for the deterministic crash simulation.
 //!   It relies on `--cfg madsim` from the committed `.cargo/config.toml`; a `RUSTFLAGS`
 //!   you set replaces that, so include `--cfg madsim` in it.
+//! - `postgres` — the PostgreSQL adapter.
+//! - `proptest` — the proptest state machine ([`interleave::prop`]).
+//! - `loom` — the loom models of the in-memory store ([`interleave::models`]).
+//! - `mutants` — the named hostile mutants and the kill matrix ([`mutants`]); implies
+//!   `sim`, `proptest` and `loom`. Off, every mutant hook is a constant `false`.
 
 #[cfg(all(feature = "sim", not(madsim)))]
 compile_error!(
@@ -36,6 +41,8 @@ pub mod check;
 pub mod conformance;
 pub mod contract;
 pub mod fixture;
+pub mod interleave;
+pub mod mutants;
 pub mod runtime;
 #[cfg(all(feature = "sim", madsim))]
 pub mod sim;

@@ -53,6 +53,26 @@ enum Command {
         #[arg(long)]
         seed: u64,
     },
+    /// Run every engine against every named mutant and print the kill matrix (needs
+    /// `--features mutants`). Exit 1 when an engine misses a mutant it must kill or fails
+    /// without one.
+    #[cfg(feature = "mutants")]
+    Mutants {
+        /// Only these mutants (repeatable; default: all, plus the unmutated build).
+        #[arg(long = "mutant")]
+        mutants: Vec<String>,
+        /// Only these engines (repeatable): fixture, conformance, simulation, proptest, loom.
+        #[arg(long = "engine")]
+        engines: Vec<String>,
+        /// Print the matrix as a Markdown table too.
+        #[arg(long)]
+        markdown: bool,
+        /// Also run the conformance engine on PostgreSQL at this URL (with
+        /// `--features postgres`). Every store is a fresh schema `tl_matrix_<pid>_<n>`, left
+        /// behind: use a throwaway database.
+        #[arg(long)]
+        postgres: Option<String>,
+    },
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -111,6 +131,13 @@ fn main() -> ExitCode {
         } => sim::run(&scenario, &seeds, kill_at.as_deref(), arrival),
         #[cfg(all(feature = "sim", madsim))]
         Command::Repro { scenario, seed } => sim::repro(&scenario, seed),
+        #[cfg(feature = "mutants")]
+        Command::Mutants {
+            mutants,
+            engines,
+            markdown,
+            postgres,
+        } => mutants::run(&mutants, &engines, markdown, postgres),
         Command::Bench {
             what:
                 BenchCommand::Store {
@@ -333,6 +360,87 @@ mod sim {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(EXIT_MISMATCH)
+        }
+    }
+}
+
+#[cfg(feature = "mutants")]
+mod mutants {
+    use super::EXIT_BAD_INPUT;
+    use std::process::ExitCode;
+    use tasklatch::mutants::Mutant;
+    use tasklatch::mutants::matrix::{self, Engine, Plan};
+
+    pub fn run(
+        mutants: &[String],
+        engines: &[String],
+        markdown: bool,
+        postgres: Option<String>,
+    ) -> ExitCode {
+        if postgres.is_some() && !cfg!(feature = "postgres") {
+            eprintln!("error: --postgres needs a build with `--features postgres`");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+        let scratch =
+            std::env::temp_dir().join(format!("tasklatch-mutants-{}", std::process::id()));
+        if let Err(error) = std::fs::create_dir_all(&scratch) {
+            eprintln!("error: {}: {error}", scratch.display());
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+        let mut plan = Plan::full(&scratch);
+        plan.postgres_url = postgres;
+        if !mutants.is_empty() {
+            match mutants
+                .iter()
+                .map(|name| match name.as_str() {
+                    "none" | "unmutated" => Ok(None),
+                    name => Mutant::parse(name).map(Some),
+                })
+                .collect::<Result<Vec<_>, _>>()
+            {
+                Ok(chosen) => plan.mutants = chosen,
+                Err(error) => {
+                    eprintln!("error: --mutant: {error}");
+                    return ExitCode::from(EXIT_BAD_INPUT);
+                }
+            }
+        }
+        if !engines.is_empty() {
+            let mut chosen = Vec::new();
+            for name in engines {
+                match Engine::ALL.into_iter().find(|engine| engine.name() == name) {
+                    Some(engine) => chosen.push(engine),
+                    None => {
+                        let known: Vec<&str> = Engine::ALL.iter().map(|e| e.name()).collect();
+                        eprintln!("error: --engine {name:?}: known: {}", known.join(", "));
+                        return ExitCode::from(EXIT_BAD_INPUT);
+                    }
+                }
+            }
+            plan.engines = chosen;
+        }
+        let matrix = matrix::run(&plan, &mut |mutant, engine, cell| {
+            eprintln!(
+                "{mutant:<28} {:<12} {}",
+                engine.name(),
+                if cell.killed { "killed" } else { "survived" }
+            );
+        });
+        let _ = std::fs::remove_dir_all(&scratch);
+        println!("{}", matrix.render_text());
+        println!("first failures:\n{}", matrix.render_details());
+        if markdown {
+            println!("{}", matrix.render_markdown());
+        }
+        let shortfalls = matrix.shortfalls();
+        if shortfalls.is_empty() {
+            println!("every engine kills what it must; the unmutated build passes every engine");
+            ExitCode::SUCCESS
+        } else {
+            for shortfall in &shortfalls {
+                println!("SHORTFALL: {shortfall}");
+            }
+            ExitCode::FAILURE
         }
     }
 }

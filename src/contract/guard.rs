@@ -12,6 +12,7 @@ use super::digest::RequestDigest;
 use super::negotiation::{Negotiated, TaskSupport};
 use super::record::TaskRecord;
 use super::status::TaskStatus;
+use crate::mutants::{Mutant, on};
 
 /// A `tools/call` as the contract sees it.
 #[derive(Clone, Copy, Debug)]
@@ -53,18 +54,25 @@ pub fn guard_create(
             "bound record with another idempotency key passed to guard_create"
         );
     }
-    if request.task_requested && !request.negotiated.tools_call {
+    if request.task_requested
+        && !request.negotiated.tools_call
+        && !on(Mutant::CreateWithoutCapability)
+    {
         return Decision::BlockCapability;
     }
     match (request.task_support, request.task_requested) {
-        (TaskSupport::Required, false) => return Decision::BlockTaskRequired,
-        (TaskSupport::Forbidden, true) => return Decision::BlockTaskForbidden,
+        (TaskSupport::Required, false) if !on(Mutant::RequiredSyncAccepted) => {
+            return Decision::BlockTaskRequired;
+        }
+        (TaskSupport::Forbidden, true) if !on(Mutant::ForbiddenTaskAccepted) => {
+            return Decision::BlockTaskForbidden;
+        }
         (_, false) => return Decision::AcceptNormal,
         (_, true) => {}
     }
     match bound {
         Some(record) if !record.is_expired(now_ms) => {
-            if record.request_digest == *request.digest {
+            if record.request_digest == *request.digest || on(Mutant::IdempotencyUnbound) {
                 Decision::ReplayTask
             } else {
                 Decision::BlockIdempotencyCollision
@@ -80,14 +88,45 @@ fn locate<'r>(
     record: Option<&'r TaskRecord>,
     now_ms: u64,
 ) -> Result<&'r TaskRecord, Decision> {
+    locate_for(Access::Read, caller, record, now_ms)
+}
+
+/// What an operation does to the task it locates (the mutants remove checks per access).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Read,
+    Write,
+}
+
+fn locate_for<'r>(
+    access: Access,
+    caller: &str,
+    record: Option<&'r TaskRecord>,
+    now_ms: u64,
+) -> Result<&'r TaskRecord, Decision> {
     let record = record.ok_or(Decision::BlockNotFound)?;
-    if record.auth_key != caller {
+    let tenant_unchecked = match access {
+        Access::Read => on(Mutant::ReadTenantUnchecked),
+        Access::Write => on(Mutant::TransitionTenantUnchecked),
+    };
+    if record.auth_key != caller && !tenant_unchecked {
         return Err(Decision::BlockAuth);
     }
-    if record.is_expired(now_ms) {
+    let expiry_unchecked = access == Access::Write && on(Mutant::TransitionExpiryUnchecked);
+    if record.is_expired(now_ms) && !expiry_unchecked {
         return Err(Decision::BlockExpired);
     }
     Ok(record)
+}
+
+/// Whether a terminal status stays latched: always, except under the mutant that
+/// removes its latch.
+pub(crate) fn latched(status: TaskStatus) -> bool {
+    match status {
+        TaskStatus::Cancelled => !on(Mutant::CancelledRewritable),
+        TaskStatus::Completed => !on(Mutant::CompletedRewritable),
+        _ => status.is_terminal(),
+    }
 }
 
 /// A worker's (or the sweeper's) write: "move this task from `expected_version` to `next`".
@@ -109,21 +148,23 @@ pub fn guard_transition(
     record: Option<&TaskRecord>,
     now_ms: u64,
 ) -> Decision {
-    let record = match locate(request.caller, record, now_ms) {
+    let record = match locate_for(Access::Write, request.caller, record, now_ms) {
         Ok(record) => record,
         Err(decision) => return decision,
     };
-    if record.status.is_terminal() {
+    let unlatched = record.status.is_terminal() && !latched(record.status);
+    if record.status.is_terminal() && !unlatched {
         return if record.status == request.next {
             Decision::IdempotentTerminal
         } else {
             Decision::BlockTerminalRewrite
         };
     }
-    if record.version != request.expected_version {
+    if record.version != request.expected_version && !on(Mutant::VersionUnchecked) {
         return Decision::BlockStaleVersion;
     }
-    if !record.status.can_transition_to(request.next) {
+    // An unlatched terminal status (a mutant) is written over like a live one.
+    if !unlatched && !record.status.can_transition_to(request.next) {
         return Decision::BlockIllegalTransition;
     }
     Decision::ApplyTransition
@@ -159,14 +200,14 @@ pub fn guard_cancel(
     record: Option<&TaskRecord>,
     now_ms: u64,
 ) -> Decision {
-    if !negotiated.cancel {
+    if !negotiated.cancel && !on(Mutant::CancelWithoutCapability) {
         return Decision::BlockCapability;
     }
-    let record = match locate(caller, record, now_ms) {
+    let record = match locate_for(Access::Write, caller, record, now_ms) {
         Ok(record) => record,
         Err(decision) => return decision,
     };
-    if record.status.is_terminal() {
+    if record.status.is_terminal() && latched(record.status) {
         return Decision::AlreadyTerminal;
     }
     Decision::ApplyCancel
@@ -185,7 +226,7 @@ pub enum CursorCheck {
 
 /// `tasks/list`: capability → cursor → list (the filter is [`visible_tasks`]).
 pub fn guard_list(negotiated: Negotiated, cursor: CursorCheck) -> Decision {
-    if !negotiated.list {
+    if !negotiated.list && !on(Mutant::ListWithoutCapability) {
         return Decision::BlockCapability;
     }
     match cursor {
@@ -210,10 +251,10 @@ impl ListPosition {
     }
 }
 
-/// The reference semantics of one list page: the caller's own unexpired tasks (anything
-/// the caller could `tasks/get`, nothing else), ordered by `(created_at_ms, task_id)`,
-/// strictly after `after`, at most `limit`. Stores must return exactly this, filtering in
-/// their query.
+/// The reference semantics of one list page: the caller's own unexpired tasks (exactly
+/// what the caller could `tasks/get`), ordered by `(created_at_ms, task_id)`, strictly
+/// after `after`, at most `limit`. Stores must return exactly this, filtering in their
+/// query.
 pub fn visible_tasks<'r>(
     caller: &str,
     records: impl IntoIterator<Item = &'r TaskRecord>,
@@ -223,10 +264,15 @@ pub fn visible_tasks<'r>(
 ) -> Vec<&'r TaskRecord> {
     let mut visible: Vec<&TaskRecord> = records
         .into_iter()
-        .filter(|record| guard_get(caller, Some(record), now_ms) == Decision::ReturnStatus)
+        .filter(|record| list_shows(caller, record, now_ms))
         .filter(|record| after.is_none_or(|after| ListPosition::of(record) > *after))
         .collect();
     visible.sort_by_key(|record| (record.created_at_ms, record.task_id.clone()));
     visible.truncate(limit);
     visible
+}
+
+/// The list filter: the caller's own, unexpired. Stores apply the same in their query.
+pub(crate) fn list_shows(caller: &str, record: &TaskRecord, now_ms: u64) -> bool {
+    (record.auth_key == caller || on(Mutant::ListUnfiltered)) && !record.is_expired(now_ms)
 }

@@ -19,6 +19,7 @@ pub use digest::{
     DigestInputError, RequestDigest, canonical_json, digest_of_message, hex_lower, request_digest,
     sha256_hex,
 };
+pub(crate) use guard::latched;
 pub use guard::{
     CreateRequest, CursorCheck, ListPosition, TransitionRequest, guard_cancel, guard_create,
     guard_get, guard_list, guard_result, guard_transition, visible_tasks,

@@ -108,7 +108,8 @@ impl TaskRecord {
     /// [`Decision::ApplyCancel`](super::Decision::ApplyCancel).
     pub fn with_status(&self, next: TaskStatus, now_ms: u64) -> TaskRecord {
         assert!(
-            self.status.can_transition_to(next),
+            self.status.can_transition_to(next)
+                || (self.status.is_terminal() && !super::guard::latched(self.status)),
             "illegal transition {} -> {next} applied to task {}",
             self.status,
             self.task_id

@@ -34,6 +34,9 @@ pub const KNOWN_MARKS: &[&str] = &[
     "expired-before-run",
     "lost-response",
     "cross-tenant-refused",
+    "cross-tenant-cancel-refused",
+    "idempotency-collision-refused",
+    "cancel-retried",
     "input-provided",
     "task-adopted-from-list",
 ];
@@ -84,8 +87,12 @@ pub struct Faults {
     pub clock_jump_ms: [u64; 2],
     pub store_outages_max: usize,
     pub store_outage_ms: [u64; 2],
-    /// Chance (percent) that a client also pokes at another tenant's task.
+    /// Chance (percent) that a client also pokes at another tenant's task (a get, a
+    /// result or a cancel).
     pub cross_tenant_percent: Vec<u64>,
+    /// Chance (percent) that a client reuses an idempotency key for a different request
+    /// (the store must refuse it as a collision).
+    pub key_reuse_percent: Vec<u64>,
 }
 
 impl Scenario {
@@ -210,6 +217,7 @@ impl Scenario {
                 &faults.cross_tenant_percent,
                 100,
             ),
+            ("faults.key_reuse_percent", &faults.key_reuse_percent, 100),
         ] {
             if choices.is_empty() {
                 return fail(field, "needs at least one choice".into());

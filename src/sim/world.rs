@@ -46,6 +46,8 @@ pub struct Knobs {
     pub store_outages: usize,
     /// Chance (percent) that a client also asks about another tenant's task.
     pub cross_tenant_percent: u64,
+    /// Chance (percent) that a client reuses a key for a different request.
+    pub key_reuse_percent: u64,
 }
 
 impl Knobs {
@@ -73,6 +75,7 @@ impl Knobs {
             clock_jumps: roll(faults.clock_jumps_max as u64 + 1) as usize,
             store_outages: roll(faults.store_outages_max as u64 + 1) as usize,
             cross_tenant_percent: pick(&faults.cross_tenant_percent),
+            key_reuse_percent: pick(&faults.key_reuse_percent),
         }
     }
 }
@@ -682,6 +685,14 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
     };
     let revealed =
         |answer: &Answer| -> Vec<Revealed> { answer.record.iter().map(revealed_of).collect() };
+    // What a `tasks/result` answer shows: the record with its stored outcome.
+    let revealed_result = |answer: &Answer| -> Vec<Revealed> {
+        let mut shown = revealed(answer);
+        for (seen, record) in shown.iter_mut().zip(&answer.record) {
+            seen.outcome = record.outcome.clone();
+        }
+        shown
+    };
     let mut mine: Vec<String> = Vec::new();
     for n in 0..shared.scenario.tasks_per_tenant {
         let key = format!("{caller}#{n}");
@@ -741,6 +752,40 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
                 Err(_) => record(op, ClientResult::Fail),
             }
         }
+        // A buggy client reuses the key for another request: it must be refused.
+        if madsim::rand::random::<u64>() % 100 < shared.knobs.key_reuse_percent {
+            let altered = WrappedRequest {
+                arguments: Some(json!({ "tenant": tenant, "n": n, "altered": true })),
+                ..request.clone()
+            };
+            if let Ok(answer) = shared.store.create(&CreateCommand {
+                caller: caller.clone(),
+                negotiated: Negotiated::FULL,
+                task_support: TaskSupport::Optional,
+                task_requested: true,
+                idempotency_key: Some(key.clone()),
+                request: altered.clone(),
+                ttl_ms: shared.scenario.ttl_ms,
+                poll_interval_ms: Some(shared.scenario.poll_interval_ms),
+                task_id: format!("{:032x}", madsim::rand::random::<u128>()),
+                correlation_id: key.clone(),
+                now_ms: SimEnv.now_ms(),
+            }) {
+                if answer.decision == Decision::BlockIdempotencyCollision {
+                    shared.history.mark("idempotency-collision-refused");
+                }
+                record(
+                    ClientOp::Create {
+                        idempotency_key: Some(key.clone()),
+                        digest: altered.digest().as_str().to_owned(),
+                    },
+                    ClientResult::Ok {
+                        decision: answer.decision,
+                        revealed: revealed(&answer),
+                    },
+                );
+            }
+        }
     }
     mine.dedup();
     let mine_set: std::collections::BTreeSet<String> = mine.iter().cloned().collect();
@@ -758,21 +803,41 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
                 ))
                 .await;
                 let cancel_now = madsim::rand::random::<u64>() % 100 < shared.knobs.cancel_percent;
-                if cancel_now
-                    && let Ok(answer) =
+                // A cancel whose answer is lost is sent again at once (bounded).
+                for attempt in 0..3 {
+                    if !cancel_now {
+                        break;
+                    }
+                    if attempt > 0 {
+                        shared.history.mark("cancel-retried");
+                        madsim::time::sleep(Duration::from_millis(
+                            1 + madsim::rand::random::<u64>() % 20,
+                        ))
+                        .await;
+                    }
+                    let Ok(answer) =
                         shared
                             .store
                             .cancel(Negotiated::FULL, &caller, &task_id, SimEnv.now_ms())
-                {
+                    else {
+                        continue;
+                    };
+                    let op = ClientOp::Cancel {
+                        task_id: task_id.clone(),
+                    };
+                    if madsim::rand::random::<u64>() % 100 < shared.knobs.lost_response_percent {
+                        shared.history.mark("lost-response");
+                        record(op, ClientResult::Indeterminate);
+                        continue;
+                    }
                     record(
-                        ClientOp::Cancel {
-                            task_id: task_id.clone(),
-                        },
+                        op,
                         ClientResult::Ok {
                             decision: answer.decision,
                             revealed: revealed(&answer),
                         },
                     );
+                    break;
                 }
                 if madsim::rand::random::<u64>() % 100 < shared.knobs.cross_tenant_percent {
                     let known = shared.known.lock().expect("known tasks").clone();
@@ -782,15 +847,46 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
                         let target = foreign
                             [(madsim::rand::random::<u64>() % foreign.len() as u64) as usize]
                             .clone();
-                        if let Ok(answer) = shared.store.get(&caller, &target, SimEnv.now_ms()) {
+                        // Poke with a read, a result or a cancel: each must be refused alike.
+                        let now_ms = SimEnv.now_ms();
+                        let (op, answer) = match madsim::rand::random::<u64>() % 3 {
+                            0 => (
+                                ClientOp::Cancel {
+                                    task_id: target.clone(),
+                                },
+                                shared
+                                    .store
+                                    .cancel(Negotiated::FULL, &caller, &target, now_ms),
+                            ),
+                            1 => (
+                                ClientOp::Result {
+                                    task_id: target.clone(),
+                                },
+                                shared.store.result(&caller, &target, now_ms),
+                            ),
+                            _ => (
+                                ClientOp::Get {
+                                    task_id: target.clone(),
+                                },
+                                shared.store.get(&caller, &target, now_ms),
+                            ),
+                        };
+                        if let Ok(answer) = answer {
                             if answer.decision == Decision::BlockAuth {
-                                shared.history.mark("cross-tenant-refused");
+                                shared.history.mark(match op {
+                                    ClientOp::Cancel { .. } => "cross-tenant-cancel-refused",
+                                    _ => "cross-tenant-refused",
+                                });
                             }
+                            let revealed = match op {
+                                ClientOp::Result { .. } => revealed_result(&answer),
+                                _ => revealed(&answer),
+                            };
                             record(
-                                ClientOp::Get { task_id: target },
+                                op,
                                 ClientResult::Ok {
                                     decision: answer.decision,
-                                    revealed: revealed(&answer),
+                                    revealed,
                                 },
                             );
                         }
@@ -841,10 +937,7 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
                 }
                 if terminal {
                     if let Ok(result) = shared.store.result(&caller, &task_id, SimEnv.now_ms()) {
-                        let mut shown = revealed(&result);
-                        for (seen, record) in shown.iter_mut().zip(&result.record) {
-                            seen.outcome = record.outcome.clone();
-                        }
+                        let shown = revealed_result(&result);
                         record(
                             ClientOp::Result {
                                 task_id: task_id.clone(),

@@ -5,16 +5,19 @@
 //! TOCTOU bug the loom models look for). Listing walks a per-owner index, so the caller is
 //! applied in the "query", as the SQL adapters do in their `WHERE`.
 //!
-//! Synchronisation comes only from `crate::sync`, so loom can compile this file.
+//! Everything this file uses from the store and from synchronisation comes through
+//! `super::` (the store module, which re-exports `crate::sync`): the loom models compile
+//! this same source inside a module whose `sync` is loom's.
 
-use crate::contract::{self, Decision, Negotiated, TaskRecord};
-use crate::store::{
+use super::sync::{Mutex, MutexGuard};
+use super::{
     Answer, CLAIM_BATCH_MAX, CreateCommand, ListPage, ListQuery, OutboxClaim, StoreError,
     StoreOptions, TaskStore, TransitionCommand, WrappedRequest, applied_transition,
     cancelled_record, check_transition_command, list_page, list_preamble, page_limit,
     random_secret,
 };
-use crate::sync::{Mutex, MutexGuard};
+use crate::contract::{self, Decision, Negotiated, TaskRecord};
+use crate::mutants::{Mutant, on};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
@@ -187,6 +190,18 @@ impl TaskStore for MemoryStore {
         };
         let limit = page_limit(query.limit);
         let state = self.lock()?;
+        if on(Mutant::ListUnfiltered) {
+            // The mutant forgets the index's owner prefix and walks every tenant's tasks.
+            let tasks = contract::visible_tasks(
+                &query.caller,
+                state.tasks.values(),
+                query.now_ms,
+                after.as_ref(),
+                limit + 1,
+            );
+            let tasks = tasks.into_iter().cloned().collect();
+            return Ok(list_page(&self.cursor_secret, &query.caller, tasks, limit));
+        }
         let start = match after {
             Some(after) => {
                 Bound::Excluded((query.caller.clone(), after.created_at_ms, after.task_id))

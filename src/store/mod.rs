@@ -36,6 +36,10 @@ pub use postgres::PostgresStore;
 pub use sqlite::{SqliteStore, Synchronous};
 pub use url::{SqliteOptions, StoreUrl};
 
+/// Re-exported for `memory.rs`, which takes its locks through `super::sync` so that the
+/// loom models can compile it against loom's.
+use crate::sync;
+
 use crate::contract::{
     Decision, Negotiated, RequestDigest, TaskOutcome, TaskRecord, TaskStatus, TaskSupport,
 };
@@ -140,10 +144,11 @@ pub struct Answer {
 }
 
 impl Answer {
-    /// Builds an answer, withholding the record from anyone but its owner.
+    /// Builds an answer, withholding the record from anyone but its owner, and from a
+    /// refusal that never looked at the task (capability).
     pub fn new(decision: Decision, record: Option<TaskRecord>) -> Answer {
         let record = match decision {
-            Decision::BlockNotFound | Decision::BlockAuth => None,
+            Decision::BlockNotFound | Decision::BlockAuth | Decision::BlockCapability => None,
             _ => record,
         };
         Answer { decision, record }
@@ -400,15 +405,6 @@ pub(crate) fn list_page(
 /// Clamps a requested page size into `1..=LIST_LIMIT_MAX`.
 pub(crate) fn page_limit(limit: usize) -> usize {
     limit.clamp(1, LIST_LIMIT_MAX)
-}
-
-/// The statuses a task may move to `next` from, per the contract's table: the SQL
-/// adapters put these into their compare-and-swap predicate.
-pub(crate) fn legal_sources(next: TaskStatus) -> Vec<TaskStatus> {
-    TaskStatus::ALL
-        .into_iter()
-        .filter(|from| from.can_transition_to(next))
-        .collect()
 }
 
 /// After a compare-and-swap changed nothing: classify the re-read fact with the contract.

@@ -6,13 +6,16 @@
 //! `FOR UPDATE SKIP LOCKED` so replicas never hand one entry to two workers at once.
 //! A zero-row update is followed by a re-read that the contract classifies.
 
-use super::row::{RawRow, TASK_COLUMNS, encode_outcome, sql_int, sql_opt_int, status_list};
+use super::row::{
+    CasParams, RawRow, TASK_COLUMNS, cas_predicate, encode_outcome, owner_clause, sql_int,
+    sql_opt_int,
+};
 use super::sqlite::decode_hex_secret;
 use super::{
     Answer, CANCEL_MESSAGE, CLAIM_BATCH_MAX, CreateCommand, ListPage, ListQuery, OutboxClaim,
     StoreError, StoreOptions, TaskStore, TransitionCommand, WrappedRequest,
-    check_transition_command, classify_refused_cancel, classify_refused_transition, legal_sources,
-    list_page, list_preamble, page_limit, random_secret,
+    check_transition_command, classify_refused_cancel, classify_refused_transition, list_page,
+    list_preamble, page_limit, random_secret,
 };
 use crate::contract::{self, Decision, Negotiated, TaskRecord, TaskStatus};
 use crate::sync::{Mutex, MutexGuard};
@@ -486,11 +489,16 @@ impl TaskStore for PostgresStore {
             "UPDATE tasks SET status = $1, version = version + 1, \
                  updated_at_ms = GREATEST(updated_at_ms, $2), outcome = $3, \
                  status_message = COALESCE($4, status_message) \
-             WHERE task_id = $5 AND auth_key = $6 AND version = $7 \
-               AND status IN ({sources}) \
-               AND (expires_at_ms IS NULL OR expires_at_ms > $2) \
+             WHERE task_id = $5 AND {predicate} \
              RETURNING {TASK_COLUMNS}",
-            sources = status_list(&legal_sources(command.next)),
+            predicate = cas_predicate(
+                command.next,
+                &CasParams {
+                    auth_key: "$6::TEXT",
+                    version: Some("$7::BIGINT"),
+                    now_ms: "$2::BIGINT",
+                },
+            ),
         );
         let now_ms = sql_int(command.now_ms, "now_ms")?;
         let expected = sql_int(command.expected_version, "expected_version")?;
@@ -534,10 +542,16 @@ impl TaskStore for PostgresStore {
         let sql = format!(
             "UPDATE tasks SET status = 'cancelled', cancel_requested = TRUE, version = version + 1, \
                  updated_at_ms = GREATEST(updated_at_ms, $1), status_message = $2 \
-             WHERE task_id = $3 AND auth_key = $4 AND status IN ({sources}) \
-               AND (expires_at_ms IS NULL OR expires_at_ms > $1) \
+             WHERE task_id = $3 AND {predicate} \
              RETURNING {TASK_COLUMNS}",
-            sources = status_list(&legal_sources(TaskStatus::Cancelled)),
+            predicate = cas_predicate(
+                TaskStatus::Cancelled,
+                &CasParams {
+                    auth_key: "$4::TEXT",
+                    version: None,
+                    now_ms: "$1::BIGINT",
+                },
+            ),
         );
         let now = sql_int(now_ms, "now_ms")?;
         let mut connection = self.lock()?;
@@ -572,9 +586,10 @@ impl TaskStore for PostgresStore {
         };
         let sql = format!(
             "SELECT {TASK_COLUMNS} FROM tasks \
-             WHERE auth_key = $1 AND (expires_at_ms IS NULL OR expires_at_ms > $2) \
+             WHERE {owner} AND (expires_at_ms IS NULL OR expires_at_ms > $2) \
                AND (created_at_ms, task_id) > ($3, $4) \
-             ORDER BY created_at_ms, task_id LIMIT $5"
+             ORDER BY created_at_ms, task_id LIMIT $5",
+            owner = owner_clause("$1::TEXT"),
         );
         let now = sql_int(query.now_ms, "now_ms")?;
         let fetch = (limit + 1) as i64;

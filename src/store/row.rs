@@ -2,7 +2,8 @@
 //! becomes a [`StoreError::Corrupt`] naming the task and the column, never a panic.
 
 use super::StoreError;
-use crate::contract::{RequestDigest, TaskOutcome, TaskRecord, TaskStatus};
+use crate::contract::{RequestDigest, TaskOutcome, TaskRecord, TaskStatus, latched};
+use crate::mutants::{Mutant, on};
 
 /// The task columns, in the order [`RawRow`] reads them.
 pub(crate) const TASK_COLUMNS: &str = "task_id, auth_key, method, tool_name, request_digest, \
@@ -103,10 +104,69 @@ pub(crate) fn encode_outcome(outcome: &Option<TaskOutcome>) -> Option<String> {
 
 /// `'a', 'b'` — statuses as a SQL list. Built only from the closed status enum, never
 /// from input, so it is safe to splice into SQL text.
-pub(crate) fn status_list(statuses: &[TaskStatus]) -> String {
+fn status_list(statuses: &[TaskStatus]) -> String {
     statuses
         .iter()
         .map(|status| format!("'{}'", status.as_str()))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The placeholders of a compare-and-swap statement, spelled in the adapter's dialect with
+/// their types (`$6::TEXT`): a clause a mutant drops must still mention its parameter, or
+/// the statement's parameter count changes.
+pub(crate) struct CasParams<'a> {
+    pub auth_key: &'a str,
+    /// `None` when the statement does not pin a version (PostgreSQL's cancel).
+    pub version: Option<&'a str>,
+    pub now_ms: &'a str,
+}
+
+/// The guards of a transition or cancel, as `AND`ed clauses after `task_id = …`: the
+/// caller owns the task, it is at the expected version, its status may move to `next`
+/// (legal sources only, so terminal statuses are latched), and it has not expired. The same
+/// rules as `contract::guard_transition`; each clause is dropped by exactly one mutant.
+pub(crate) fn cas_predicate(next: TaskStatus, params: &CasParams<'_>) -> String {
+    let kept = |guard: bool, clause: String, param: &str| {
+        if guard {
+            clause
+        } else {
+            format!("{param} IS NOT NULL")
+        }
+    };
+    let sources: Vec<TaskStatus> = TaskStatus::ALL
+        .into_iter()
+        .filter(|from| from.can_transition_to(next) || (from.is_terminal() && !latched(*from)))
+        .collect();
+    let mut clauses = vec![kept(
+        !on(Mutant::TransitionTenantUnchecked),
+        format!("auth_key = {}", params.auth_key),
+        params.auth_key,
+    )];
+    if let Some(version) = params.version {
+        clauses.push(kept(
+            !on(Mutant::VersionUnchecked),
+            format!("version = {version}"),
+            version,
+        ));
+    }
+    clauses.push(format!("status IN ({})", status_list(&sources)));
+    clauses.push(kept(
+        !on(Mutant::TransitionExpiryUnchecked),
+        format!(
+            "(expires_at_ms IS NULL OR expires_at_ms > {})",
+            params.now_ms
+        ),
+        params.now_ms,
+    ));
+    clauses.join(" AND ")
+}
+
+/// The tenant clause of a list query (dropped by the `list-unfiltered` mutant).
+pub(crate) fn owner_clause(auth_key: &str) -> String {
+    if on(Mutant::ListUnfiltered) {
+        format!("{auth_key} IS NOT NULL")
+    } else {
+        format!("auth_key = {auth_key}")
+    }
 }

@@ -5,13 +5,16 @@
 //! write upgrade. The schema is created and migrated on open, under a schema version.
 //! One store holds one connection; give each thread its own store for parallelism.
 
-use super::row::{RawRow, TASK_COLUMNS, encode_outcome, sql_int, sql_opt_int, status_list};
+use super::row::{
+    CasParams, RawRow, TASK_COLUMNS, cas_predicate, encode_outcome, owner_clause, sql_int,
+    sql_opt_int,
+};
 use super::{
     Answer, CANCEL_ATTEMPTS_MAX, CANCEL_MESSAGE, CLAIM_BATCH_MAX, CreateCommand, ListPage,
     ListQuery, OutboxClaim, SqliteOptions, StoreError, StoreOptions, TaskStore, TransitionCommand,
     WrappedRequest, applied_transition, cancelled_record, check_transition_command,
-    classify_refused_cancel, classify_refused_transition, legal_sources, list_page, list_preamble,
-    page_limit, random_secret,
+    classify_refused_cancel, classify_refused_transition, list_page, list_preamble, page_limit,
+    random_secret,
 };
 use crate::contract::{self, Decision, Negotiated, TaskRecord, TaskStatus};
 use crate::sync::{Mutex, MutexGuard};
@@ -420,10 +423,15 @@ impl TaskStore for SqliteStore {
             "UPDATE tasks SET status = ?1, version = version + 1, \
                  updated_at_ms = max(updated_at_ms, ?2), outcome = ?3, \
                  status_message = coalesce(?4, status_message) \
-             WHERE task_id = ?5 AND auth_key = ?6 AND version = ?7 \
-               AND status IN ({sources}) \
-               AND (expires_at_ms IS NULL OR expires_at_ms > ?2)",
-            sources = status_list(&legal_sources(command.next)),
+             WHERE task_id = ?5 AND {predicate}",
+            predicate = cas_predicate(
+                command.next,
+                &CasParams {
+                    auth_key: "?6",
+                    version: Some("?7"),
+                    now_ms: "?2",
+                },
+            ),
         );
         let changed = connection
             .prepare_cached(&sql)
@@ -478,10 +486,15 @@ impl TaskStore for SqliteStore {
                 "UPDATE tasks SET status = 'cancelled', cancel_requested = 1, \
                      version = version + 1, updated_at_ms = max(updated_at_ms, ?1), \
                      status_message = ?2 \
-                 WHERE task_id = ?3 AND auth_key = ?4 AND version = ?5 \
-                   AND status IN ({sources}) \
-                   AND (expires_at_ms IS NULL OR expires_at_ms > ?1)",
-                sources = status_list(&legal_sources(TaskStatus::Cancelled)),
+                 WHERE task_id = ?3 AND {predicate}",
+                predicate = cas_predicate(
+                    TaskStatus::Cancelled,
+                    &CasParams {
+                        auth_key: "?4",
+                        version: Some("?5"),
+                        now_ms: "?1",
+                    },
+                ),
             );
             let changed = connection
                 .prepare_cached(&sql)
@@ -525,9 +538,10 @@ impl TaskStore for SqliteStore {
         // The caller is applied here, in the query: no other tenant's row is ever read.
         let sql = format!(
             "SELECT {TASK_COLUMNS} FROM tasks \
-             WHERE auth_key = ?1 AND (expires_at_ms IS NULL OR expires_at_ms > ?2) \
+             WHERE {owner} AND (expires_at_ms IS NULL OR expires_at_ms > ?2) \
                AND (created_at_ms > ?3 OR (created_at_ms = ?3 AND task_id > ?4)) \
-             ORDER BY created_at_ms, task_id LIMIT ?5"
+             ORDER BY created_at_ms, task_id LIMIT ?5",
+            owner = owner_clause("?1"),
         );
         let tasks = query_tasks(
             &*self.lock()?,

@@ -1,0 +1,198 @@
+//! Named hostile mutants: each removes exactly one guard, everywhere it is enforced.
+//!
+//! A harness is only as good as the bugs it catches. Every mutant here is a real bug class
+//! of task stores (see `../shared/peer-sdk-behaviour.md`), planted in the contract's guard
+//! *and* in each store adapter's predicate that enforces the same rule (the SQL adapters
+//! re-check tenant, version, status and expiry in their `WHERE`), so no second line of
+//! defence hides it. The kill matrix ([`matrix`], `tasklatch mutants`) runs every engine
+//! against every mutant.
+//!
+//! Without the `mutants` cargo feature, [`on`] is a constant `false` and every hook folds
+//! away: a normal build carries no mutant code path. With it, one build runs them all: the
+//! active mutant is chosen at run time by [`select`] or, when nothing was selected, by the
+//! environment variable `TASKLATCH_MUTANT` (a name from [`Mutant::name`], read once).
+//!
+//! The selection is the one piece of process-wide state in the crate. It exists only in
+//! mutant builds, is set before an engine starts and never changes while one runs, so
+//! runs stay deterministic; engines run one after another, never side by side.
+
+use std::fmt;
+
+/// One removed guard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Mutant {
+    /// A `required` tool called without a task runs synchronously.
+    RequiredSyncAccepted,
+    /// A `forbidden` tool called with a task becomes a task.
+    ForbiddenTaskAccepted,
+    /// A task is created without the negotiated `tasks.requests.tools.call`.
+    CreateWithoutCapability,
+    /// An idempotency key replays its task whatever the request digest.
+    IdempotencyUnbound,
+    /// A transition does not compare the expected version.
+    VersionUnchecked,
+    /// The terminal latch lets a cancelled task be written again.
+    CancelledRewritable,
+    /// The terminal latch lets a completed task be written again.
+    CompletedRewritable,
+    /// A transition or cancel does not check the caller owns the task.
+    TransitionTenantUnchecked,
+    /// A transition or cancel does not check the task has expired.
+    TransitionExpiryUnchecked,
+    /// `tasks/get` and `tasks/result` do not check the caller owns the task.
+    ReadTenantUnchecked,
+    /// `tasks/cancel` is accepted without the negotiated `tasks.cancel`.
+    CancelWithoutCapability,
+    /// `tasks/list` is accepted without the negotiated `tasks.list`.
+    ListWithoutCapability,
+    /// `tasks/list` is not filtered by tenant (a thirteenth: distinct from the read check,
+    /// because stores filter lists in their query, not through `tasks/get`'s guard).
+    ListUnfiltered,
+}
+
+impl Mutant {
+    /// Every mutant, in matrix order.
+    pub const ALL: [Mutant; 13] = [
+        Mutant::RequiredSyncAccepted,
+        Mutant::ForbiddenTaskAccepted,
+        Mutant::CreateWithoutCapability,
+        Mutant::IdempotencyUnbound,
+        Mutant::VersionUnchecked,
+        Mutant::CancelledRewritable,
+        Mutant::CompletedRewritable,
+        Mutant::TransitionTenantUnchecked,
+        Mutant::TransitionExpiryUnchecked,
+        Mutant::ReadTenantUnchecked,
+        Mutant::CancelWithoutCapability,
+        Mutant::ListWithoutCapability,
+        Mutant::ListUnfiltered,
+    ];
+
+    /// The mutant's name, as `TASKLATCH_MUTANT` and the matrix spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mutant::RequiredSyncAccepted => "required-sync-accepted",
+            Mutant::ForbiddenTaskAccepted => "forbidden-task-accepted",
+            Mutant::CreateWithoutCapability => "create-without-capability",
+            Mutant::IdempotencyUnbound => "idempotency-unbound",
+            Mutant::VersionUnchecked => "version-unchecked",
+            Mutant::CancelledRewritable => "cancelled-rewritable",
+            Mutant::CompletedRewritable => "completed-rewritable",
+            Mutant::TransitionTenantUnchecked => "transition-tenant-unchecked",
+            Mutant::TransitionExpiryUnchecked => "transition-expiry-unchecked",
+            Mutant::ReadTenantUnchecked => "read-tenant-unchecked",
+            Mutant::CancelWithoutCapability => "cancel-without-capability",
+            Mutant::ListWithoutCapability => "list-without-capability",
+            Mutant::ListUnfiltered => "list-unfiltered",
+        }
+    }
+
+    pub fn parse(name: &str) -> Result<Mutant, String> {
+        Mutant::ALL
+            .into_iter()
+            .find(|mutant| mutant.name() == name)
+            .ok_or_else(|| {
+                let known: Vec<&str> = Mutant::ALL.iter().map(|m| m.name()).collect();
+                format!("unknown mutant {name:?}; known: {}", known.join(", "))
+            })
+    }
+
+    /// Whether the mutant concerns state, concurrency, expiry or tenancy — what the
+    /// simulation and the proptest model must kill on their own — rather than only the
+    /// capability and task-support checks of negotiation.
+    pub fn concerns_state(self) -> bool {
+        !matches!(
+            self,
+            Mutant::RequiredSyncAccepted
+                | Mutant::ForbiddenTaskAccepted
+                | Mutant::CreateWithoutCapability
+                | Mutant::CancelWithoutCapability
+                | Mutant::ListWithoutCapability
+        )
+    }
+
+    /// Whether loom's models must kill it: the version check and the terminal latch.
+    pub fn concerns_interleaving(self) -> bool {
+        matches!(
+            self,
+            Mutant::VersionUnchecked | Mutant::CancelledRewritable | Mutant::CompletedRewritable
+        )
+    }
+}
+
+impl fmt::Display for Mutant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Whether `mutant` is the active one. Constant `false` without the `mutants` feature.
+#[inline(always)]
+pub(crate) fn on(mutant: Mutant) -> bool {
+    #[cfg(feature = "mutants")]
+    {
+        active() == Some(mutant)
+    }
+    #[cfg(not(feature = "mutants"))]
+    {
+        let _ = mutant;
+        false
+    }
+}
+
+#[cfg(feature = "mutants")]
+mod selection {
+    use super::Mutant;
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    /// 0: not selected through the API (fall back to the environment); 1: none; 2 + i:
+    /// `Mutant::ALL[i]`.
+    static SELECTED: AtomicU8 = AtomicU8::new(0);
+    static FROM_ENV: OnceLock<Option<Mutant>> = OnceLock::new();
+
+    pub fn active() -> Option<Mutant> {
+        match SELECTED.load(Ordering::Acquire) {
+            0 => *FROM_ENV.get_or_init(|| {
+                // TASKLATCH_MUTANT: the mutant a mutant build runs with when no code
+                // selected one (a child process inherits it). Unknown names are fatal:
+                // silently testing the unmutated build would report a false "killed".
+                let name = std::env::var("TASKLATCH_MUTANT").ok()?;
+                match Mutant::parse(&name) {
+                    Ok(mutant) => Some(mutant),
+                    Err(message) => panic!("TASKLATCH_MUTANT: {message}"),
+                }
+            }),
+            1 => None,
+            n => Some(Mutant::ALL[usize::from(n - 2)]),
+        }
+    }
+
+    pub fn select(mutant: Option<Mutant>) {
+        let code = match mutant {
+            None => 1,
+            Some(mutant) => {
+                2 + Mutant::ALL
+                    .iter()
+                    .position(|m| *m == mutant)
+                    .expect("every mutant is in ALL") as u8
+            }
+        };
+        SELECTED.store(code, Ordering::Release);
+    }
+}
+
+/// The active mutant: the last [`select`]ed, else `TASKLATCH_MUTANT`, else none.
+#[cfg(feature = "mutants")]
+pub fn active() -> Option<Mutant> {
+    selection::active()
+}
+
+/// Makes `mutant` the active one (or none) for the whole process until the next call.
+#[cfg(feature = "mutants")]
+pub fn select(mutant: Option<Mutant>) {
+    selection::select(mutant)
+}
+
+#[cfg(feature = "mutants")]
+pub mod matrix;

@@ -1,0 +1,448 @@
+//! The kill matrix: every engine against every mutant, and against the unmutated build.
+//!
+//! An engine *kills* a mutant when it reports a failure with that mutant active; the cell
+//! records how much of the engine's everyday budget it spent to get there (cases, checks,
+//! seeds, interleavings) and the time. The unmutated row must show no kill at all: an
+//! engine that fails without a mutant proves nothing when it fails with one.
+//!
+//! [`Matrix::shortfalls`] states what each engine must kill; a mutant surviving an engine
+//! that should kill it is a bug in that engine, to be fixed there, not in the mutant.
+
+use super::{Mutant, select};
+use crate::conformance::{self, StoreFactory};
+use crate::fixture::{ContractEvaluator, parse_fixture, replay};
+use crate::interleave::{models, prop};
+use crate::sim::{Scenario, run_seed};
+use crate::store::{MemoryStore, SqliteOptions, SqliteStore, Synchronous, TaskStore};
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// An engine of the matrix, in column order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Engine {
+    /// The contract fixture replayed through the pure contract.
+    Fixture,
+    /// The conformance suite on the memory and SQLite stores (and PostgreSQL when given);
+    /// a kill needs every adapter to fail.
+    Conformance,
+    /// Every scenario's default seeds.
+    Simulation,
+    /// The state machine's everyday cases, on the memory and SQLite stores.
+    Proptest,
+    /// Every loom model.
+    Loom,
+}
+
+impl Engine {
+    pub const ALL: [Engine; 5] = [
+        Engine::Fixture,
+        Engine::Conformance,
+        Engine::Simulation,
+        Engine::Proptest,
+        Engine::Loom,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Fixture => "fixture",
+            Engine::Conformance => "conformance",
+            Engine::Simulation => "simulation",
+            Engine::Proptest => "proptest",
+            Engine::Loom => "loom",
+        }
+    }
+
+    /// Whether this engine must kill `mutant`.
+    pub fn must_kill(self, mutant: Mutant) -> bool {
+        match self {
+            Engine::Fixture => true,
+            Engine::Conformance => false,
+            Engine::Simulation | Engine::Proptest => mutant.concerns_state(),
+            Engine::Loom => mutant.concerns_interleaving(),
+        }
+    }
+
+    /// The unit its budget is counted in.
+    fn unit(self) -> &'static str {
+        match self {
+            Engine::Fixture => "cases",
+            Engine::Conformance => "checks",
+            Engine::Simulation => "seeds",
+            Engine::Proptest => "cases",
+            Engine::Loom => "interleavings",
+        }
+    }
+}
+
+/// One cell.
+#[derive(Clone, Debug)]
+pub struct Cell {
+    pub killed: bool,
+    /// Units of budget spent: up to and including the first failure when killed, all of
+    /// it otherwise.
+    pub spent: u64,
+    pub elapsed: Duration,
+    /// The first failure, in one line (empty when it survived).
+    pub detail: String,
+}
+
+impl Cell {
+    fn text(&self, engine: Engine) -> String {
+        let verdict = if self.killed { "killed" } else { "survived" };
+        format!(
+            "{verdict} {} {} {:.2}s",
+            self.spent,
+            engine.unit(),
+            self.elapsed.as_secs_f64()
+        )
+    }
+}
+
+/// A row: `None` for the unmutated build.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub mutant: Option<Mutant>,
+    pub cells: Vec<(Engine, Cell)>,
+}
+
+impl Row {
+    pub fn label(&self) -> &'static str {
+        self.mutant.map_or("(unmutated)", Mutant::name)
+    }
+
+    pub fn cell(&self, engine: Engine) -> Option<&Cell> {
+        self.cells
+            .iter()
+            .find(|(e, _)| *e == engine)
+            .map(|(_, cell)| cell)
+    }
+}
+
+/// The whole matrix.
+#[derive(Clone, Debug)]
+pub struct Matrix {
+    pub rows: Vec<Row>,
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub mutants: Vec<Option<Mutant>>,
+    pub engines: Vec<Engine>,
+    /// Where the SQLite stores of the conformance and proptest engines live.
+    pub scratch: std::path::PathBuf,
+    /// A PostgreSQL server for the conformance engine too (feature `postgres`): each
+    /// store it opens is a fresh schema `tl_matrix_<pid>_<n>`, left behind, so point it
+    /// at a throwaway database.
+    pub postgres_url: Option<String>,
+}
+
+impl Plan {
+    /// Every mutant, the unmutated build first, every engine.
+    pub fn full(scratch: impl Into<std::path::PathBuf>) -> Plan {
+        let mut mutants = vec![None];
+        mutants.extend(Mutant::ALL.map(Some));
+        Plan {
+            mutants,
+            engines: Engine::ALL.to_vec(),
+            scratch: scratch.into(),
+            postgres_url: None,
+        }
+    }
+}
+
+/// Runs the plan, one cell at a time (engines share the process-wide mutant selection),
+/// calling `progress` after each cell.
+pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str, Engine, &Cell)) -> Matrix {
+    // Engines report failures as panics caught here; their default printout would bury
+    // the matrix under thousands of expected backtraces.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut rows = Vec::new();
+    for mutant in &plan.mutants {
+        select(*mutant);
+        let mut row = Row {
+            mutant: *mutant,
+            cells: Vec::new(),
+        };
+        for engine in &plan.engines {
+            let started = Instant::now();
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_engine(*engine, plan)
+            }));
+            let (killed, spent, detail) = match outcome {
+                Ok(result) => result,
+                Err(panic) => (true, 1, format!("panic: {}", panic_text(&*panic))),
+            };
+            let cell = Cell {
+                killed,
+                spent,
+                elapsed: started.elapsed(),
+                detail,
+            };
+            progress(row.label(), *engine, &cell);
+            row.cells.push((*engine, cell));
+        }
+        rows.push(row);
+    }
+    select(None);
+    std::panic::set_hook(hook);
+    Matrix { rows }
+}
+
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|text| (*text).to_owned()))
+        .unwrap_or_else(|| "a non-text panic".into())
+}
+
+/// `(killed, spent, first failure)`.
+fn run_engine(engine: Engine, plan: &Plan) -> (bool, u64, String) {
+    match engine {
+        Engine::Fixture => fixture_engine(),
+        Engine::Conformance => conformance_engine(plan),
+        Engine::Simulation => simulation_engine(),
+        Engine::Proptest => proptest_engine(),
+        Engine::Loom => loom_engine(),
+    }
+}
+
+fn fixture_engine() -> (bool, u64, String) {
+    let fixture = parse_fixture(
+        Path::new("fixtures/contract/tasks-2025-11-25.json"),
+        conformance::CONTRACT_FIXTURE.as_bytes(),
+    )
+    .expect("the embedded fixture parses");
+    let report = replay(&fixture, &mut ContractEvaluator);
+    match report.cases.iter().position(|case| !case.matched) {
+        Some(index) => {
+            let case = &report.cases[index];
+            (
+                true,
+                index as u64 + 1,
+                format!(
+                    "{}: expected {}, got {}{}",
+                    case.id,
+                    case.expected.code(),
+                    case.actual.map_or("nothing", |d| d.code()),
+                    case.detail
+                        .as_ref()
+                        .map(|detail| format!(" ({detail})"))
+                        .unwrap_or_default()
+                ),
+            )
+        }
+        None => (false, report.cases.len() as u64, String::new()),
+    }
+}
+
+fn conformance_engine(plan: &Plan) -> (bool, u64, String) {
+    let scratch = &plan.scratch;
+    let memory: &StoreFactory<'_> =
+        &|options| Ok(Box::new(MemoryStore::open(options)?) as Box<dyn TaskStore>);
+    // Fresh names across every cell of the run: a store left by an earlier cell must
+    // never be reopened.
+    static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let counter = &OPENED;
+    let sqlite: &StoreFactory<'_> = &|options| {
+        let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = scratch.join(format!("matrix-{}-{n}.db", std::process::id()));
+        let mut sqlite = SqliteOptions::new(path);
+        sqlite.synchronous = Synchronous::Normal;
+        Ok(Box::new(SqliteStore::open(&sqlite, options)?) as Box<dyn TaskStore>)
+    };
+    #[cfg(feature = "postgres")]
+    let postgres = plan.postgres_url.as_deref().map(|url| {
+        move |options: &crate::store::StoreOptions| {
+            let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let schema = format!("tl_matrix_{}_{n}", std::process::id());
+            let store = crate::store::PostgresStore::open(url, Some(&schema), options)?;
+            Ok(Box::new(store) as Box<dyn TaskStore>)
+        }
+    });
+    let mut adapters: Vec<(&str, &StoreFactory<'_>)> = vec![("memory", memory), ("sqlite", sqlite)];
+    #[cfg(feature = "postgres")]
+    if let Some(postgres) = &postgres {
+        adapters.push(("postgres", postgres));
+    }
+    // Every adapter enforces the guards in its own code (the SQL ones in their
+    // predicates), so each must fail on its own for the mutant to count as killed.
+    let adapter_count = adapters.len();
+    let mut spent = 0;
+    let mut failures = Vec::new();
+    for (label, factory) in adapters {
+        for check in conformance::CHECKS {
+            spent += 1;
+            if let Err(detail) = (check.run)(factory) {
+                failures.push(format!("{label} {}: {detail}", check.name));
+                break;
+            }
+        }
+    }
+    (failures.len() == adapter_count, spent, failures.join("; "))
+}
+
+fn simulation_engine() -> (bool, u64, String) {
+    let scenarios = Scenario::all().expect("the committed scenarios load");
+    let mut spent = 0;
+    for scenario in &scenarios {
+        for seed in scenario.default_seeds() {
+            spent += 1;
+            let outcome = run_seed(scenario, seed);
+            if let Some(violation) = outcome.violations.first() {
+                return (
+                    true,
+                    spent,
+                    format!("{} seed {seed}: {violation}", scenario.name),
+                );
+            }
+        }
+    }
+    (false, spent, String::new())
+}
+
+/// The everyday budget of the proptest engine: cases per adapter.
+pub const PROPTEST_CASES: u32 = 256;
+
+fn proptest_engine() -> (bool, u64, String) {
+    // Killed only when both adapters kill: each enforces the guard in its own way.
+    let mut spent = 0;
+    let mut details = Vec::new();
+    for adapter in [prop::Adapter::Memory, prop::Adapter::Sqlite] {
+        match prop::search(adapter, PROPTEST_CASES, prop::EVERYDAY_SEED) {
+            Ok(()) => return (false, spent + u64::from(PROPTEST_CASES), String::new()),
+            Err(found) => {
+                spent += u64::from(found.cases_to_fail);
+                details.push(format!(
+                    "{adapter:?} shrank to {} steps: {}",
+                    found.steps.len(),
+                    found.message
+                ));
+            }
+        }
+    }
+    (true, spent, details.join("; "))
+}
+
+fn loom_engine() -> (bool, u64, String) {
+    let mut spent = 0;
+    for model in models::Model::ALL {
+        let run = models::run(model);
+        spent += run.iterations as u64;
+        if let Some(failure) = run.failure {
+            return (true, spent, format!("{}: {failure}", model.name()));
+        }
+    }
+    (false, spent, String::new())
+}
+
+impl Matrix {
+    /// Every requirement the matrix misses: a kill in the unmutated row, or a survivor of
+    /// an engine that must kill it.
+    pub fn shortfalls(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for row in &self.rows {
+            for (engine, cell) in &row.cells {
+                match row.mutant {
+                    None if cell.killed => out.push(format!(
+                        "{} fails without a mutant: {}",
+                        engine.name(),
+                        cell.detail
+                    )),
+                    Some(mutant) if engine.must_kill(mutant) && !cell.killed => out.push(format!(
+                        "{} survives {}, which must kill it",
+                        mutant,
+                        engine.name()
+                    )),
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+
+    /// The columns, as the rows hold them.
+    fn engines(&self) -> Vec<Engine> {
+        self.rows
+            .first()
+            .map(|row| row.cells.iter().map(|(engine, _)| *engine).collect())
+            .unwrap_or_default()
+    }
+
+    /// A plain-text table.
+    pub fn render_text(&self) -> String {
+        let engines = self.engines();
+        let mut out = String::new();
+        let _ = write!(out, "{:<28}", "mutant");
+        for engine in &engines {
+            let _ = write!(out, " | {:<28}", engine.name());
+        }
+        out.push('\n');
+        for row in &self.rows {
+            let _ = write!(out, "{:<28}", row.label());
+            for (engine, cell) in &row.cells {
+                let mark = match row.mutant {
+                    Some(mutant) if engine.must_kill(mutant) => "*",
+                    _ => " ",
+                };
+                let _ = write!(out, " | {mark}{:<27}", cell.text(*engine));
+            }
+            out.push('\n');
+        }
+        out.push_str("* the engine must kill this mutant\n");
+        out
+    }
+
+    /// A Markdown table (the README's).
+    pub fn render_markdown(&self) -> String {
+        let engines = self.engines();
+        let mut out = String::from("| mutant |");
+        for engine in &engines {
+            let _ = write!(out, " {} |", engine.name());
+        }
+        out.push_str("\n|---|");
+        for _ in &engines {
+            out.push_str("---|");
+        }
+        out.push('\n');
+        for row in &self.rows {
+            let _ = write!(out, "| `{}` |", row.label());
+            for (engine, cell) in &row.cells {
+                let must = matches!(row.mutant, Some(m) if engine.must_kill(m));
+                let text = cell.text(*engine);
+                if must {
+                    let _ = write!(out, " **{text}** |");
+                } else {
+                    let _ = write!(out, " {text} |");
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Each killed cell's first failure, one line each.
+    pub fn render_details(&self) -> String {
+        let mut out = String::new();
+        for row in &self.rows {
+            for (engine, cell) in &row.cells {
+                if cell.killed {
+                    let mut detail = cell.detail.replace('\n', " ");
+                    if detail.len() > 240 {
+                        let mut end = 240;
+                        while !detail.is_char_boundary(end) {
+                            end -= 1;
+                        }
+                        detail.truncate(end);
+                        detail.push('…');
+                    }
+                    let _ = writeln!(out, "{} × {}: {detail}", row.label(), engine.name());
+                }
+            }
+        }
+        out
+    }
+}
