@@ -409,10 +409,7 @@ impl BenchTarget for SqliteTarget {
         // The store opens first so the pragmas (WAL, synchronous) match the adapter's.
         drop(SqliteStore::open(&self.options, &StoreOptions::default())?);
         let connection = rusqlite::Connection::open(&self.options.path).map_err(failed)?;
-        let synchronous = match self.options.synchronous {
-            crate::store::Synchronous::Full => "FULL",
-            crate::store::Synchronous::Normal => "NORMAL",
-        };
+        let synchronous = self.options.synchronous.pragma();
         connection
             .execute_batch(&format!(
                 "PRAGMA synchronous = {synchronous};

@@ -153,8 +153,8 @@ fn main() -> ExitCode {
                 tasks: tasks.max(1),
                 writers: writers.max(1),
                 attempts: attempts.max(1),
-                hot_rows: 16,
                 trials: trials.max(1),
+                ..tasklatch::bench::BenchConfig::default()
             };
             match bench_store(sqlite, postgres, &config) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -277,25 +277,21 @@ mod sim {
     use tasklatch::runtime::Point;
     use tasklatch::sim::{Scenario, Sweep, parse_seed_range, run_seed, run_seed_with};
 
-    fn scenario(name: &str) -> Result<Scenario, String> {
-        Scenario::by_name(name)
-    }
-
     pub fn run(name: &str, seeds: &str, kill_at: Option<&str>, arrival: u64) -> ExitCode {
         let sweep = match kill_at {
             None => None,
-            Some(point) => match Point::ALL.into_iter().find(|p| p.name() == point) {
-                Some(point) => Some(Sweep {
+            Some(point) => match Point::parse(point) {
+                Ok(point) => Some(Sweep {
                     point,
                     arrival: arrival.max(1),
                 }),
-                None => {
-                    eprintln!("error: --kill-at {point:?}: not a named point");
+                Err(error) => {
+                    eprintln!("error: --kill-at: {error}");
                     return ExitCode::from(EXIT_BAD_INPUT);
                 }
             },
         };
-        let (scenario, range) = match (scenario(name), parse_seed_range(seeds)) {
+        let (scenario, range) = match (Scenario::by_name(name), parse_seed_range(seeds)) {
             (Ok(scenario), Ok(range)) => (scenario, range),
             (Err(error), _) | (_, Err(error)) => {
                 eprintln!("error: {error}");
@@ -336,7 +332,7 @@ mod sim {
     }
 
     pub fn repro(name: &str, seed: u64) -> ExitCode {
-        let scenario = match scenario(name) {
+        let scenario = match Scenario::by_name(name) {
             Ok(scenario) => scenario,
             Err(error) => {
                 eprintln!("error: {error}");
@@ -352,7 +348,7 @@ mod sim {
         }
         println!(
             "scenario {name} seed {seed}: {} events, {} violations, trace {}",
-            outcome.events,
+            outcome.history.len(),
             outcome.violations.len(),
             outcome.trace_hash
         );

@@ -36,7 +36,16 @@ fn bench_store_reports_ratios_for_sqlite() {
         "{stdout}"
     );
     for row in rows {
-        assert!(row.matches('%').count() >= 2, "ratios reported: {row}");
+        // Every percentage cell is a real, positive ratio (not NaN%, inf% or 0%).
+        let ratios: Vec<f64> = row
+            .split('|')
+            .filter_map(|cell| cell.trim().strip_suffix('%'))
+            .map(|number| number.parse::<f64>().unwrap_or(f64::NAN))
+            .collect();
+        assert!(
+            ratios.len() >= 2 && ratios.iter().all(|ratio| ratio.is_finite() && *ratio > 0.0),
+            "ratios reported: {row}"
+        );
     }
 }
 

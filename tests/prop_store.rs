@@ -12,13 +12,9 @@ use proptest_state_machine::prop_state_machine;
 use tasklatch::interleave::prop::{EVERYDAY_SEED, STEPS_MAX, StoreMachine};
 
 fn config() -> Config {
-    let defaults = Config::default(); // reads PROPTEST_CASES, PROPTEST_RNG_SEED, …
+    // Reads PROPTEST_CASES (default 256), PROPTEST_RNG_SEED, …
+    let defaults = Config::default();
     Config {
-        cases: if std::env::var_os("PROPTEST_CASES").is_some() {
-            defaults.cases
-        } else {
-            256
-        },
         rng_seed: match defaults.rng_seed {
             RngSeed::Random => RngSeed::Fixed(EVERYDAY_SEED),
             fixed => fixed,

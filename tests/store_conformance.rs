@@ -18,7 +18,6 @@ fn run(label: &str, factory: &StoreFactory<'_>) {
             failures.push(format!("{}: {}", outcome.name, outcome.detail));
         }
     }
-    assert_eq!(outcomes.len(), conformance::CHECKS.len());
     assert!(
         failures.is_empty(),
         "{label} fails conformance:\n{}",

@@ -338,7 +338,7 @@ fn crash_kill_restart_recovers_every_task() {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    let mut recovered = 0;
+    // Every task below is checked or the test panics: all `created` are recovered.
     for n in 0..created {
         let task_id = format!("task-{n:04}");
         let record = store.read(&task_id).unwrap().expect("no task lost");
@@ -364,7 +364,6 @@ fn crash_kill_restart_recovers_every_task() {
             Some(effect_id.as_str()),
             "{task_id}: result must name its one effect"
         );
-        recovered += 1;
     }
     assert_eq!(
         effects.len(),
@@ -395,11 +394,10 @@ fn crash_kill_restart_recovers_every_task() {
         kills_in_window * 3 >= kills,
         "only {kills_in_window} of {kills} kills landed in the window"
     );
-    assert_eq!(recovered, created);
     println!(
         "crash test: {kills} SIGKILLs ({} on an effect marker, {} after a completion write, {} at random moments; \
          {kills_in_window} landed between effect and completion), {restarts} worker starts; {created} tasks created, \
-         {recovered} recovered completed exactly once, {} effects (max 1 per task), {redelivered} entries redelivered \
+         {created} recovered completed exactly once, {} effects (max 1 per task), {redelivered} entries redelivered \
          (max attempt {attempts_max}), outbox {acked}/{entries} acked, 0 lost; {:.1}s",
         kills_by_aim[0],
         kills_by_aim[1],

@@ -7,7 +7,7 @@
 //! The secret is an argument: the contract holds no key material of its own.
 
 use super::digest::hex_lower;
-use super::guard::ListPosition;
+use super::guard::{CursorCheck, ListPosition};
 use hmac::{KeyInit, Mac};
 use sha2::Sha256;
 
@@ -44,6 +44,20 @@ pub fn encode_cursor(secret: &[u8], caller: &str, position: &ListPosition) -> St
         hex_lower(position.task_id.as_bytes()),
         hex_lower(&tag(secret, caller, position))
     )
+}
+
+/// What a list request's cursor is worth to `caller`: the list guard's [`CursorCheck`]
+/// and, when valid, the position to resume after.
+pub fn check_cursor(
+    secret: &[u8],
+    caller: &str,
+    cursor: Option<&str>,
+) -> (CursorCheck, Option<ListPosition>) {
+    match cursor.map(|cursor| decode_cursor(secret, caller, cursor)) {
+        None => (CursorCheck::Absent, None),
+        Some(Some(position)) => (CursorCheck::Valid, Some(position)),
+        Some(None) => (CursorCheck::Invalid, None),
+    }
 }
 
 /// Decodes a cursor presented by `caller`. `None` for anything not issued to this caller.

@@ -119,13 +119,14 @@ fn locate_for<'r>(
     Ok(record)
 }
 
-/// Whether a terminal status stays latched: always, except under the mutant that
+/// Whether a status is latched: every terminal status, except under the mutant that
 /// removes its latch.
 pub(crate) fn latched(status: TaskStatus) -> bool {
     match status {
         TaskStatus::Cancelled => !on(Mutant::CancelledRewritable),
         TaskStatus::Completed => !on(Mutant::CompletedRewritable),
-        _ => status.is_terminal(),
+        TaskStatus::Failed => true,
+        TaskStatus::Working | TaskStatus::InputRequired => false,
     }
 }
 
@@ -152,8 +153,7 @@ pub fn guard_transition(
         Ok(record) => record,
         Err(decision) => return decision,
     };
-    let unlatched = record.status.is_terminal() && !latched(record.status);
-    if record.status.is_terminal() && !unlatched {
+    if latched(record.status) {
         return if record.status == request.next {
             Decision::IdempotentTerminal
         } else {
@@ -163,8 +163,9 @@ pub fn guard_transition(
     if record.version != request.expected_version && !on(Mutant::VersionUnchecked) {
         return Decision::BlockStaleVersion;
     }
-    // An unlatched terminal status (a mutant) is written over like a live one.
-    if !unlatched && !record.status.can_transition_to(request.next) {
+    // A terminal status past the latch is one a mutant unlatched: written over like a
+    // live one.
+    if !record.status.is_terminal() && !record.status.can_transition_to(request.next) {
         return Decision::BlockIllegalTransition;
     }
     Decision::ApplyTransition
@@ -207,7 +208,7 @@ pub fn guard_cancel(
         Ok(record) => record,
         Err(decision) => return decision,
     };
-    if record.status.is_terminal() && latched(record.status) {
+    if latched(record.status) {
         return Decision::AlreadyTerminal;
     }
     Decision::ApplyCancel

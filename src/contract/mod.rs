@@ -13,7 +13,7 @@ mod negotiation;
 mod record;
 mod status;
 
-pub use cursor::{CURSOR_BYTES_MAX, decode_cursor, encode_cursor};
+pub use cursor::{CURSOR_BYTES_MAX, check_cursor, decode_cursor, encode_cursor};
 pub use decision::{Decision, Surface};
 pub use digest::{
     DigestInputError, RequestDigest, canonical_json, digest_of_message, hex_lower, request_digest,

@@ -47,15 +47,7 @@ const TTL_CHOICES_MS: [Option<u64>; 3] = [None, Some(300), Some(3_000)];
 /// One step: an actor and what it does.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
-    Create {
-        tenant: u8,
-        key: Option<u8>,
-        args: u8,
-        support: u8,
-        task: bool,
-        negotiated: u8,
-        ttl: u8,
-    },
+    Create(CreateStep),
     Get {
         tenant: u8,
         task: u8,
@@ -91,6 +83,22 @@ pub enum Step {
     Advance {
         ms: u16,
     },
+}
+
+/// A client's `tools/call`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CreateStep {
+    pub tenant: u8,
+    pub key: Option<u8>,
+    pub args: u8,
+    /// Index into optional, required, forbidden.
+    pub support: u8,
+    /// The call asks for a task.
+    pub task: bool,
+    /// Negotiated capability bits: tools/call, cancel, list.
+    pub negotiated: u8,
+    /// Index into `TTL_CHOICES_MS`.
+    pub ttl: u8,
 }
 
 /// Which cursor a list step sends.
@@ -236,6 +244,21 @@ impl Model {
         Ok(task)
     }
 
+    /// A read (`tasks/get`, `tasks/result`): refused as `locate` says, else `decide`s.
+    fn read(&self, tenant: u8, task: u8, decide: fn(&ModelTask) -> Decision) -> Expect {
+        let task_id = self.address(task);
+        match self.locate(tenant, &task_id) {
+            Ok(task) => Expect::Answer {
+                decision: decide(task),
+                record: Model::shown(&task_id, task),
+            },
+            Err(decision) => Expect::Answer {
+                decision,
+                record: None,
+            },
+        }
+    }
+
     fn visible(&self, tenant: u8) -> Vec<(u64, String)> {
         let mut visible: Vec<(u64, String)> = self
             .tasks
@@ -247,8 +270,8 @@ impl Model {
         visible
     }
 
-    fn create(&mut self, step: &Step) -> Expect {
-        let Step::Create {
+    fn create(&mut self, step: &CreateStep) -> Expect {
+        let CreateStep {
             tenant,
             key,
             args,
@@ -256,10 +279,7 @@ impl Model {
             task,
             negotiated,
             ttl,
-        } = *step
-        else {
-            unreachable!("create step")
-        };
+        } = *step;
         self.created += 1;
         self.next_task_id = format!("t{:04}", self.created);
         let negotiated = negotiated_of(negotiated);
@@ -458,7 +478,7 @@ impl ReferenceStateMachine for ModelMachine {
                 0u8..3,
             )
                 .prop_map(|(tenant, key, args, support, task, negotiated, ttl)| {
-                    Step::Create { tenant, key, args, support, task, negotiated, ttl }
+                    Step::Create(CreateStep { tenant, key, args, support, task, negotiated, ttl })
                 }),
             4 => (tenant.clone(), 0u8..8).prop_map(|(tenant, task)| Step::Get { tenant, task }),
             2 => (tenant.clone(), 0u8..8).prop_map(|(tenant, task)| Step::Result { tenant, task }),
@@ -491,38 +511,14 @@ impl ReferenceStateMachine for ModelMachine {
         state.sent_cursor_of = None;
         state.wrote_with = None;
         state.expect = match *step {
-            Step::Create { .. } => state.create(step),
-            Step::Get { tenant, task } => {
-                let task_id = state.address(task);
-                match state.locate(tenant, &task_id) {
-                    Ok(task) => Expect::Answer {
-                        decision: Decision::ReturnStatus,
-                        record: Model::shown(&task_id, task),
-                    },
-                    Err(decision) => Expect::Answer {
-                        decision,
-                        record: None,
-                    },
-                }
-            }
-            Step::Result { tenant, task } => {
-                let task_id = state.address(task);
-                match state.locate(tenant, &task_id) {
-                    Ok(task) => Expect::Answer {
-                        decision: match task.status {
-                            TaskStatus::Working => Decision::WaitTerminal,
-                            TaskStatus::InputRequired => Decision::WaitInput,
-                            TaskStatus::Cancelled => Decision::ReturnCancelled,
-                            TaskStatus::Completed | TaskStatus::Failed => Decision::ReturnResult,
-                        },
-                        record: Model::shown(&task_id, task),
-                    },
-                    Err(decision) => Expect::Answer {
-                        decision,
-                        record: None,
-                    },
-                }
-            }
+            Step::Create(create) => state.create(&create),
+            Step::Get { tenant, task } => state.read(tenant, task, |_| Decision::ReturnStatus),
+            Step::Result { tenant, task } => state.read(tenant, task, |task| match task.status {
+                TaskStatus::Working => Decision::WaitTerminal,
+                TaskStatus::InputRequired => Decision::WaitInput,
+                TaskStatus::Cancelled => Decision::ReturnCancelled,
+                TaskStatus::Completed | TaskStatus::Failed => Decision::ReturnResult,
+            }),
             Step::Cancel {
                 tenant,
                 task,
@@ -610,11 +606,10 @@ impl ReferenceStateMachine for ModelMachine {
                 Expect::Nothing
             }
             Step::Sweep => {
-                let now = state.now_ms;
                 let expired: Vec<String> = state
                     .tasks
                     .iter()
-                    .filter(|(_, task)| task.expires_at_ms.is_some_and(|at| at <= now))
+                    .filter(|(_, task)| state.expired(task))
                     .map(|(id, _)| id.clone())
                     .collect();
                 for id in &expired {
@@ -703,29 +698,21 @@ impl Sut {
                 .map(|record| (record.task_id.clone(), record.status, record.version))
         };
         let got = match *step {
-            Step::Create {
-                tenant,
-                key,
-                args,
-                support,
-                task,
-                negotiated,
-                ttl,
-            } => {
+            Step::Create(create) => {
                 let answer = self
                     .store
                     .create(&CreateCommand {
-                        caller: caller_of(tenant),
-                        negotiated: negotiated_of(negotiated),
-                        task_support: support_of(support),
-                        task_requested: task,
-                        idempotency_key: key.map(|key| format!("key-{key}")),
+                        caller: caller_of(create.tenant),
+                        negotiated: negotiated_of(create.negotiated),
+                        task_support: support_of(create.support),
+                        task_requested: create.task,
+                        idempotency_key: create.key.map(|key| format!("key-{key}")),
                         request: WrappedRequest {
                             method: "tools/call".into(),
                             name: "export".into(),
-                            arguments: Some(json!({ "n": args })),
+                            arguments: Some(json!({ "n": create.args })),
                         },
-                        ttl_ms: TTL_CHOICES_MS[usize::from(ttl % 3)],
+                        ttl_ms: TTL_CHOICES_MS[usize::from(create.ttl % 3)],
                         poll_interval_ms: None,
                         task_id: model.next_task_id.clone(),
                         correlation_id: model.next_task_id.clone(),

@@ -254,20 +254,11 @@ fn conformance_engine(plan: &Plan) -> (bool, u64, String) {
         sqlite.synchronous = Synchronous::Normal;
         Ok(Box::new(SqliteStore::open(&sqlite, options)?) as Box<dyn TaskStore>)
     };
-    #[cfg(feature = "postgres")]
-    let postgres = plan.postgres_url.as_deref().map(|url| {
-        move |options: &crate::store::StoreOptions| {
-            let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let schema = format!("tl_matrix_{}_{n}", std::process::id());
-            let store = crate::store::PostgresStore::open(url, Some(&schema), options)?;
-            Ok(Box::new(store) as Box<dyn TaskStore>)
-        }
-    });
-    let mut adapters: Vec<(&str, &StoreFactory<'_>)> = vec![("memory", memory), ("sqlite", sqlite)];
-    #[cfg(feature = "postgres")]
-    if let Some(postgres) = &postgres {
-        adapters.push(("postgres", postgres));
-    }
+    let postgres = postgres_factory(plan.postgres_url.as_deref(), counter);
+    let adapters: Vec<(&str, &StoreFactory<'_>)> = [("memory", memory), ("sqlite", sqlite)]
+        .into_iter()
+        .chain(postgres.as_deref().map(|factory| ("postgres", factory)))
+        .collect();
     // Every adapter enforces the guards in its own code (the SQL ones in their
     // predicates), so each must fail on its own for the mutant to count as killed.
     let adapter_count = adapters.len();
@@ -283,6 +274,30 @@ fn conformance_engine(plan: &Plan) -> (bool, u64, String) {
         }
     }
     (failures.len() == adapter_count, spent, failures.join("; "))
+}
+
+/// Opens each PostgreSQL store in a fresh schema `tl_matrix_<pid>_<n>`.
+#[cfg(feature = "postgres")]
+fn postgres_factory<'a>(
+    url: Option<&'a str>,
+    counter: &'a std::sync::atomic::AtomicU64,
+) -> Option<Box<StoreFactory<'a>>> {
+    let url = url?;
+    Some(Box::new(move |options| {
+        let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let schema = format!("tl_matrix_{}_{n}", std::process::id());
+        let store = crate::store::PostgresStore::open(url, Some(&schema), options)?;
+        Ok(Box::new(store) as Box<dyn TaskStore>)
+    }))
+}
+
+/// Without the adapter there is nothing to open (the CLI refuses `--postgres`).
+#[cfg(not(feature = "postgres"))]
+fn postgres_factory<'a>(
+    _url: Option<&'a str>,
+    _counter: &'a std::sync::atomic::AtomicU64,
+) -> Option<Box<StoreFactory<'a>>> {
+    None
 }
 
 fn simulation_engine() -> (bool, u64, String) {

@@ -52,6 +52,17 @@ impl Point {
         Point::AfterCompletion,
     ];
 
+    /// The point named `name` (as [`Point::name`] spells it).
+    pub fn parse(name: &str) -> Result<Point, String> {
+        Point::ALL
+            .into_iter()
+            .find(|point| point.name() == name)
+            .ok_or_else(|| {
+                let known: Vec<&str> = Point::ALL.iter().map(|point| point.name()).collect();
+                format!("unknown point {name:?} (known: {})", known.join(", "))
+            })
+    }
+
     pub const fn name(self) -> &'static str {
         match self {
             Point::AfterOutboxClaim => "after-outbox-claim",

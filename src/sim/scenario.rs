@@ -260,14 +260,7 @@ impl Scenario {
                 points.extend(Point::ALL);
                 continue;
             }
-            let point = Point::ALL
-                .into_iter()
-                .find(|point| point.name() == name)
-                .ok_or_else(|| {
-                    let known: Vec<&str> = Point::ALL.iter().map(|point| point.name()).collect();
-                    format!("unknown point {name:?} (known: all, {})", known.join(", "))
-                })?;
-            points.push(point);
+            points.push(Point::parse(name).map_err(|error| format!("{error}, or all"))?);
         }
         points.sort();
         points.dedup();

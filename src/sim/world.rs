@@ -94,8 +94,6 @@ pub struct SimOutcome {
     pub marks: BTreeMap<String, u64>,
     /// SHA-256 of the whole history: equal for equal seeds.
     pub trace_hash: String,
-    pub events: usize,
-    /// The history, one line per event.
     /// The recorded history; [`SimOutcome::timeline`] renders it.
     pub history: Vec<Event>,
 }
@@ -199,7 +197,6 @@ pub fn run_seed_with(scenario: &Scenario, seed: u64, sweep: Option<Sweep>) -> Si
             }],
             marks: BTreeMap::new(),
             trace_hash: trace_hash(&events),
-            events: events.len(),
             history: events,
         }
     })
@@ -218,7 +215,16 @@ fn offset_ms(event: &Event) -> u64 {
 
 /// One timeline line: the offset, then the event.
 fn timeline_line(event: &Event) -> String {
-    format!("{:>8} ms  {event:?}", offset_ms(event))
+    TimelineLine(event).to_string()
+}
+
+/// One timeline line; the trace hash is taken over exactly these.
+struct TimelineLine<'e>(&'e Event);
+
+impl std::fmt::Display for TimelineLine<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:>8} ms  {:?}", offset_ms(self.0), self.0)
+    }
 }
 
 /// SHA-256 over the timeline's lines joined by newlines, streamed: no line is built.
@@ -238,7 +244,7 @@ fn trace_hash(events: &[Event]) -> String {
             hashing.0.update(b"\n");
         }
         // Writing into a hasher cannot fail.
-        let _ = write!(hashing, "{:>8} ms  {event:?}", offset_ms(event));
+        let _ = write!(hashing, "{}", TimelineLine(event));
     }
     crate::contract::hex_lower(&hashing.0.finalize())
 }
@@ -693,6 +699,43 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
         }
         shown
     };
+    // Records an answered operation with what the answer showed.
+    let answered = |op: ClientOp, answer: &Answer| {
+        let revealed = match op {
+            ClientOp::Result { .. } => revealed_result(answer),
+            _ => revealed(answer),
+        };
+        record(
+            op,
+            ClientResult::Ok {
+                decision: answer.decision,
+                revealed,
+            },
+        );
+    };
+    // A task-augmented `tools/call` under `key`, as this client sends it; `digest` is the
+    // request's, taken once by the caller (a create may be retried several times).
+    let create = |request: &WrappedRequest, digest: &str, key: &str| {
+        let task_id = format!("{:032x}", madsim::rand::random::<u128>());
+        let answer = shared.store.create(&CreateCommand {
+            caller: caller.clone(),
+            negotiated: Negotiated::FULL,
+            task_support: TaskSupport::Optional,
+            task_requested: true,
+            idempotency_key: Some(key.to_owned()),
+            request: request.clone(),
+            ttl_ms: shared.scenario.ttl_ms,
+            poll_interval_ms: Some(shared.scenario.poll_interval_ms),
+            task_id,
+            correlation_id: key.to_owned(),
+            now_ms: SimEnv.now_ms(),
+        });
+        let op = ClientOp::Create {
+            idempotency_key: Some(key.to_owned()),
+            digest: digest.to_owned(),
+        };
+        (op, answer)
+    };
     let mut mine: Vec<String> = Vec::new();
     for n in 0..shared.scenario.tasks_per_tenant {
         let key = format!("{caller}#{n}");
@@ -701,30 +744,14 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
             name: "export".into(),
             arguments: Some(json!({ "tenant": tenant, "n": n })),
         };
+        let digest = request.digest();
         // Create, retrying a lost answer with the same key (bounded).
         for _attempt in 0..5 {
             madsim::time::sleep(Duration::from_millis(
                 1 + madsim::rand::random::<u64>() % 20,
             ))
             .await;
-            let task_id = format!("{:032x}", madsim::rand::random::<u128>());
-            let answer = shared.store.create(&CreateCommand {
-                caller: caller.clone(),
-                negotiated: Negotiated::FULL,
-                task_support: TaskSupport::Optional,
-                task_requested: true,
-                idempotency_key: Some(key.clone()),
-                request: request.clone(),
-                ttl_ms: shared.scenario.ttl_ms,
-                poll_interval_ms: Some(shared.scenario.poll_interval_ms),
-                task_id,
-                correlation_id: key.clone(),
-                now_ms: SimEnv.now_ms(),
-            });
-            let op = ClientOp::Create {
-                idempotency_key: Some(key.clone()),
-                digest: request.digest().as_str().to_owned(),
-            };
+            let (op, answer) = create(&request, digest.as_str(), &key);
             let lost = madsim::rand::random::<u64>() % 100 < shared.knobs.lost_response_percent;
             match answer {
                 Ok(_) if lost => {
@@ -740,13 +767,7 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
                             .expect("known tasks")
                             .push(record.task_id.clone());
                     }
-                    record(
-                        op,
-                        ClientResult::Ok {
-                            decision: answer.decision,
-                            revealed: revealed(&answer),
-                        },
-                    );
+                    answered(op, &answer);
                     break;
                 }
                 Err(_) => record(op, ClientResult::Fail),
@@ -758,36 +779,14 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
                 arguments: Some(json!({ "tenant": tenant, "n": n, "altered": true })),
                 ..request.clone()
             };
-            if let Ok(answer) = shared.store.create(&CreateCommand {
-                caller: caller.clone(),
-                negotiated: Negotiated::FULL,
-                task_support: TaskSupport::Optional,
-                task_requested: true,
-                idempotency_key: Some(key.clone()),
-                request: altered.clone(),
-                ttl_ms: shared.scenario.ttl_ms,
-                poll_interval_ms: Some(shared.scenario.poll_interval_ms),
-                task_id: format!("{:032x}", madsim::rand::random::<u128>()),
-                correlation_id: key.clone(),
-                now_ms: SimEnv.now_ms(),
-            }) {
+            if let (op, Ok(answer)) = create(&altered, altered.digest().as_str(), &key) {
                 if answer.decision == Decision::BlockIdempotencyCollision {
                     shared.history.mark("idempotency-collision-refused");
                 }
-                record(
-                    ClientOp::Create {
-                        idempotency_key: Some(key.clone()),
-                        digest: altered.digest().as_str().to_owned(),
-                    },
-                    ClientResult::Ok {
-                        decision: answer.decision,
-                        revealed: revealed(&answer),
-                    },
-                );
+                answered(op, &answer);
             }
         }
     }
-    mine.dedup();
     let mine_set: std::collections::BTreeSet<String> = mine.iter().cloned().collect();
     // Poll each task until terminal (or expired), with the poll interval and jitter.
     let interval = shared.scenario.poll_interval_ms;
@@ -830,13 +829,7 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
                         record(op, ClientResult::Indeterminate);
                         continue;
                     }
-                    record(
-                        op,
-                        ClientResult::Ok {
-                            decision: answer.decision,
-                            revealed: revealed(&answer),
-                        },
-                    );
+                    answered(op, &answer);
                     break;
                 }
                 if madsim::rand::random::<u64>() % 100 < shared.knobs.cross_tenant_percent {
@@ -878,17 +871,7 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
                                     _ => "cross-tenant-refused",
                                 });
                             }
-                            let revealed = match op {
-                                ClientOp::Result { .. } => revealed_result(&answer),
-                                _ => revealed(&answer),
-                            };
-                            record(
-                                op,
-                                ClientResult::Ok {
-                                    decision: answer.decision,
-                                    revealed,
-                                },
-                            );
+                            answered(op, &answer);
                         }
                     }
                 }
@@ -900,21 +883,18 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
                     .as_ref()
                     .is_some_and(|r| r.status.is_terminal());
                 let gone = answer.decision != Decision::ReturnStatus;
-                record(
+                answered(
                     ClientOp::Get {
                         task_id: task_id.clone(),
                     },
-                    ClientResult::Ok {
-                        decision: answer.decision,
-                        revealed: revealed(&answer),
-                    },
+                    &answer,
                 );
                 // The requestor answers a question: the server moves the task back to working.
                 if let Some(asking) = answer
                     .record
                     .as_ref()
                     .filter(|record| record.status == TaskStatus::InputRequired)
-                    && let Ok(answered) = shared.store.transition(&TransitionCommand {
+                    && let Ok(reply) = shared.store.transition(&TransitionCommand {
                         task_id: task_id.clone(),
                         caller: caller.clone(),
                         expected_version: asking.version,
@@ -925,27 +905,20 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
                     })
                 {
                     shared.history.mark("input-provided");
-                    record(
+                    answered(
                         ClientOp::ProvideInput {
                             task_id: task_id.clone(),
                         },
-                        ClientResult::Ok {
-                            decision: answered.decision,
-                            revealed: revealed(&answered),
-                        },
+                        &reply,
                     );
                 }
                 if terminal {
                     if let Ok(result) = shared.store.result(&caller, &task_id, SimEnv.now_ms()) {
-                        let shown = revealed_result(&result);
-                        record(
+                        answered(
                             ClientOp::Result {
                                 task_id: task_id.clone(),
                             },
-                            ClientResult::Ok {
-                                decision: result.decision,
-                                revealed: shown,
-                            },
+                            &result,
                         );
                     }
                     break;
@@ -1191,7 +1164,6 @@ async fn simulate(
         violations,
         marks,
         trace_hash,
-        events: events.len(),
         history: events,
     }
 }

@@ -351,6 +351,22 @@ pub(crate) fn random_secret() -> Result<Vec<u8>, StoreError> {
     Ok(secret)
 }
 
+/// Decodes a persisted cursor secret (64 hex digits).
+pub(crate) fn decode_hex_secret(hex: &str) -> Result<Vec<u8>, StoreError> {
+    let corrupt = || StoreError::Corrupt {
+        task_id: String::new(),
+        column: "tasklatch_meta.cursor_secret",
+        detail: "not 64 hex digits".into(),
+    };
+    if hex.len() != 64 {
+        return Err(corrupt());
+    }
+    (0..64)
+        .step_by(2)
+        .map(|at| u8::from_str_radix(&hex[at..at + 2], 16).map_err(|_| corrupt()))
+        .collect()
+}
+
 /// The contract's half of a list, shared by every adapter: decode the cursor for this
 /// caller and ask the guard. `Err(page)`: refused, answer with it. `Ok(after)`: fetch the
 /// caller's tasks strictly after `after`, in `(created_at_ms, task_id)` order, `limit + 1`
@@ -359,18 +375,11 @@ pub(crate) fn list_preamble(
     secret: &[u8],
     query: &ListQuery,
 ) -> Result<Option<crate::contract::ListPosition>, ListPage> {
-    let position = query
-        .cursor
-        .as_deref()
-        .map(|cursor| crate::contract::decode_cursor(secret, &query.caller, cursor));
-    let check = match &position {
-        None => crate::contract::CursorCheck::Absent,
-        Some(Some(_)) => crate::contract::CursorCheck::Valid,
-        Some(None) => crate::contract::CursorCheck::Invalid,
-    };
+    let (check, position) =
+        crate::contract::check_cursor(secret, &query.caller, query.cursor.as_deref());
     let decision = crate::contract::guard_list(query.negotiated, check);
     if decision == Decision::ListTenantFiltered {
-        Ok(position.flatten())
+        Ok(position)
     } else {
         Err(ListPage {
             decision,

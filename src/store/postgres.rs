@@ -10,18 +10,18 @@ use super::row::{
     CasParams, RawRow, TASK_COLUMNS, cas_predicate, encode_outcome, owner_clause, sql_int,
     sql_opt_int,
 };
-use super::sqlite::decode_hex_secret;
 use super::{
     Answer, CANCEL_MESSAGE, CLAIM_BATCH_MAX, CreateCommand, ListPage, ListQuery, OutboxClaim,
     StoreError, StoreOptions, TaskStore, TransitionCommand, WrappedRequest,
-    check_transition_command, classify_refused_cancel, classify_refused_transition, list_page,
-    list_preamble, page_limit, random_secret,
+    check_transition_command, classify_refused_cancel, classify_refused_transition,
+    decode_hex_secret, list_page, list_preamble, page_limit, random_secret,
 };
 use crate::contract::{self, Decision, Negotiated, TaskRecord, TaskStatus};
 use crate::sync::{Mutex, MutexGuard};
 use postgres::types::{FromSql, ToSql};
 use postgres::{Client, GenericClient, NoTls, Row, Statement};
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 pub const SCHEMA_VERSION: i64 = 1;
 
@@ -103,8 +103,10 @@ impl Connection {
     }
 
     fn read_task(&mut self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = $1");
-        Ok(self.tasks(&sql, &[&task_id], "read a task")?.pop())
+        // Every get, result and refused compare-and-swap reads through here.
+        static SQL: LazyLock<String> =
+            LazyLock::new(|| format!("SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = $1"));
+        Ok(self.tasks(&SQL, &[&task_id], "read a task")?.pop())
     }
 
     fn execute(

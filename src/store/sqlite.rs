@@ -13,13 +13,14 @@ use super::{
     Answer, CANCEL_ATTEMPTS_MAX, CANCEL_MESSAGE, CLAIM_BATCH_MAX, CreateCommand, ListPage,
     ListQuery, OutboxClaim, SqliteOptions, StoreError, StoreOptions, TaskStore, TransitionCommand,
     WrappedRequest, applied_transition, cancelled_record, check_transition_command,
-    classify_refused_cancel, classify_refused_transition, list_page, list_preamble, page_limit,
-    random_secret,
+    classify_refused_cancel, classify_refused_transition, decode_hex_secret, list_page,
+    list_preamble, page_limit, random_secret,
 };
 use crate::contract::{self, Decision, Negotiated, TaskRecord, TaskStatus};
 use crate::sync::{Mutex, MutexGuard};
 use rusqlite::types::FromSql;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use std::sync::LazyLock;
 
 /// `PRAGMA synchronous`: how much a commit waits for the disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +29,16 @@ pub enum Synchronous {
     Full,
     /// Survives process crashes, not power loss. For tests and throwaway data.
     Normal,
+}
+
+impl Synchronous {
+    /// The `PRAGMA synchronous` value.
+    pub fn pragma(self) -> &'static str {
+        match self {
+            Synchronous::Full => "FULL",
+            Synchronous::Normal => "NORMAL",
+        }
+    }
 }
 
 /// The schema version this build writes. Migrations below bring older files up to it.
@@ -100,10 +111,7 @@ impl SqliteStore {
             cause: error.to_string(),
         };
         let connection = Connection::open(&options.path).map_err(open_error)?;
-        let synchronous = match options.synchronous {
-            Synchronous::Full => "FULL",
-            Synchronous::Normal => "NORMAL",
-        };
+        let synchronous = options.synchronous.pragma();
         // journal_mode answers with a row; the others do not.
         let mode: String = connection
             .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
@@ -226,21 +234,6 @@ fn migrate(connection: &Connection) -> Result<Vec<u8>, StoreError> {
     }
 }
 
-pub(crate) fn decode_hex_secret(hex: &str) -> Result<Vec<u8>, StoreError> {
-    let corrupt = || StoreError::Corrupt {
-        task_id: String::new(),
-        column: "tasklatch_meta.cursor_secret",
-        detail: "not 64 hex digits".into(),
-    };
-    if hex.len() != 64 {
-        return Err(corrupt());
-    }
-    (0..64)
-        .step_by(2)
-        .map(|at| u8::from_str_radix(&hex[at..at + 2], 16).map_err(|_| corrupt()))
-        .collect()
-}
-
 /// Reads column `index` of a task row, naming the task and column if it does not decode.
 fn column<T: FromSql>(
     row: &Row<'_>,
@@ -297,8 +290,10 @@ fn query_tasks(
 }
 
 fn read_task(connection: &Connection, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-    let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = ?1");
-    Ok(query_tasks(connection, &sql, [task_id], "read a task")?.pop())
+    // Every get, result and compare-and-swap reads through here: build the text once.
+    static SQL: LazyLock<String> =
+        LazyLock::new(|| format!("SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = ?1"));
+    Ok(query_tasks(connection, &SQL, [task_id], "read a task")?.pop())
 }
 
 fn insert_task(connection: &Connection, record: &TaskRecord) -> Result<(), StoreError> {
@@ -474,6 +469,20 @@ impl TaskStore for SqliteStore {
     ) -> Result<Answer, StoreError> {
         // Optimistic like `transition`; the swap pins the version read, so a concurrent
         // working ↔ input_required change makes it retry (bounded), never mis-cancel.
+        let sql = format!(
+            "UPDATE tasks SET status = 'cancelled', cancel_requested = 1, \
+                 version = version + 1, updated_at_ms = max(updated_at_ms, ?1), \
+                 status_message = ?2 \
+             WHERE task_id = ?3 AND {predicate}",
+            predicate = cas_predicate(
+                TaskStatus::Cancelled,
+                &CasParams {
+                    auth_key: "?4",
+                    version: Some("?5"),
+                    now_ms: "?1",
+                },
+            ),
+        );
         let connection = self.lock()?;
         for _ in 0..CANCEL_ATTEMPTS_MAX {
             let before = read_task(&connection, task_id)?;
@@ -482,20 +491,6 @@ impl TaskStore for SqliteStore {
                 return Ok(Answer::new(decision, before));
             }
             let before = before.expect("apply implies found");
-            let sql = format!(
-                "UPDATE tasks SET status = 'cancelled', cancel_requested = 1, \
-                     version = version + 1, updated_at_ms = max(updated_at_ms, ?1), \
-                     status_message = ?2 \
-                 WHERE task_id = ?3 AND {predicate}",
-                predicate = cas_predicate(
-                    TaskStatus::Cancelled,
-                    &CasParams {
-                        auth_key: "?4",
-                        version: Some("?5"),
-                        now_ms: "?1",
-                    },
-                ),
-            );
             let changed = connection
                 .prepare_cached(&sql)
                 .and_then(|mut statement| {
