@@ -41,6 +41,8 @@ pub mod check;
 pub mod conformance;
 pub mod contract;
 pub mod fixture;
+#[cfg(all(feature = "sim", madsim))]
+pub mod hunt;
 pub mod interleave;
 pub mod mutants;
 pub mod runtime;

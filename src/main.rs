@@ -48,11 +48,16 @@ enum Command {
     /// Replay one seed deterministically and print its timeline and trace hash.
     #[cfg(all(feature = "sim", madsim))]
     Repro {
+        /// A scenario name, or a scenario file (a hunt's `minimal.scenario.json`, say).
         #[arg(long)]
         scenario: String,
         #[arg(long)]
         seed: u64,
     },
+    /// Hunt races: run scenarios over fresh seeds until the budget or seed count is spent;
+    /// write each failure's artifacts, minimise its fault schedule. Exit 1 on any failure.
+    #[cfg(all(feature = "sim", madsim))]
+    Hunt(hunting::HuntArgs),
     /// Run every engine against every named mutant and print the kill matrix (needs
     /// `--features mutants`). Exit 1 when an engine misses a mutant it must kill or fails
     /// without one.
@@ -131,6 +136,8 @@ fn main() -> ExitCode {
         } => sim::run(&scenario, &seeds, kill_at.as_deref(), arrival),
         #[cfg(all(feature = "sim", madsim))]
         Command::Repro { scenario, seed } => sim::repro(&scenario, seed),
+        #[cfg(all(feature = "sim", madsim))]
+        Command::Hunt(args) => hunting::hunt(args),
         #[cfg(feature = "mutants")]
         Command::Mutants {
             mutants,
@@ -291,7 +298,7 @@ mod sim {
                 }
             },
         };
-        let (scenario, range) = match (Scenario::by_name(name), parse_seed_range(seeds)) {
+        let (scenario, range) = match (load_scenario(name), parse_seed_range(seeds)) {
             (Ok(scenario), Ok(range)) => (scenario, range),
             (Err(error), _) | (_, Err(error)) => {
                 eprintln!("error: {error}");
@@ -331,8 +338,17 @@ mod sim {
         }
     }
 
+    /// A scenario by name, or from a file when `name` looks like a path.
+    pub fn load_scenario(name: &str) -> Result<Scenario, String> {
+        if name.ends_with(".json") || name.contains('/') {
+            Scenario::load(std::path::Path::new(name))
+        } else {
+            Scenario::by_name(name)
+        }
+    }
+
     pub fn repro(name: &str, seed: u64) -> ExitCode {
-        let scenario = match Scenario::by_name(name) {
+        let scenario = match load_scenario(name) {
             Ok(scenario) => scenario,
             Err(error) => {
                 eprintln!("error: {error}");
@@ -347,7 +363,8 @@ mod sim {
             println!("VIOLATION {violation}");
         }
         println!(
-            "scenario {name} seed {seed}: {} events, {} violations, trace {}",
+            "scenario {} seed {seed}: {} events, {} violations, trace {}",
+            scenario.name,
             outcome.history.len(),
             outcome.violations.len(),
             outcome.trace_hash
@@ -356,6 +373,281 @@ mod sim {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(EXIT_MISMATCH)
+        }
+    }
+}
+
+#[cfg(all(feature = "sim", madsim))]
+mod hunting {
+    use super::{EXIT_BAD_INPUT, EXIT_MISMATCH};
+    use std::io::IsTerminal as _;
+    use std::path::PathBuf;
+    use std::process::ExitCode;
+    use tasklatch::hunt::artifact::{self, FailureRecord};
+    use tasklatch::hunt::{self, HuntConfig, Progress, Shard};
+    use tasklatch::sim::{KNOWN_MARKS, Scenario, shrink};
+
+    #[derive(clap::Args)]
+    pub struct HuntArgs {
+        /// Scenario names or files (repeatable; default: every scenario in ./scenarios).
+        #[arg(long = "scenario")]
+        scenarios: Vec<String>,
+        /// Stop starting runs after this long: `60s`, `10m`, `2h`. Default 60s, unless
+        /// `--seeds` bounds the hunt instead.
+        #[arg(long)]
+        budget: Option<String>,
+        /// Stop after this many seeds (each runs every scenario).
+        #[arg(long)]
+        seeds: Option<u64>,
+        /// First seed of the seed space (default: drawn from the OS and printed). Shards of
+        /// one hunt must share it.
+        #[arg(long)]
+        from: Option<u64>,
+        /// Simulations side by side (default: every core).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Run slice `i` of `n` of the seed space (seeds ≡ i mod n): `0/4` … `3/4`.
+        #[arg(long, default_value = "0/1")]
+        shard: String,
+        /// Keep hunting after a failure and collect them (up to --failures-max).
+        #[arg(long)]
+        keep_going: bool,
+        #[arg(long, default_value_t = 16)]
+        failures_max: usize,
+        /// Folder for failure artifacts.
+        #[arg(long, default_value = "hunt-artifacts")]
+        out: PathBuf,
+        /// Also write a JUnit XML report here.
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        /// Skip minimising failures.
+        #[arg(long)]
+        no_minimise: bool,
+        /// Simulations a minimisation may spend per failure.
+        #[arg(long, default_value_t = 3_000)]
+        shrink_runs: usize,
+        /// Hunt with this mutant on (a build with `--features mutants`; the same as
+        /// `TASKLATCH_MUTANT`).
+        #[cfg(feature = "mutants")]
+        #[arg(long)]
+        mutant: Option<String>,
+    }
+
+    fn bad(message: impl std::fmt::Display) -> ExitCode {
+        eprintln!("error: {message}");
+        ExitCode::from(EXIT_BAD_INPUT)
+    }
+
+    pub fn hunt(args: HuntArgs) -> ExitCode {
+        #[cfg(feature = "mutants")]
+        if let Some(name) = &args.mutant {
+            match tasklatch::mutants::Mutant::parse(name) {
+                Ok(mutant) => tasklatch::mutants::select(Some(mutant)),
+                Err(error) => return bad(format_args!("--mutant: {error}")),
+            }
+        }
+        let scenarios = if args.scenarios.is_empty() {
+            Scenario::all()
+        } else {
+            args.scenarios
+                .iter()
+                .map(|name| super::sim::load_scenario(name))
+                .collect()
+        };
+        let scenarios = match scenarios {
+            Ok(scenarios) if scenarios.is_empty() => return bad("no scenarios to hunt"),
+            Ok(scenarios) => scenarios,
+            Err(error) => return bad(error),
+        };
+        let shard = match Shard::parse(&args.shard) {
+            Ok(shard) => shard,
+            Err(error) => return bad(format_args!("--shard {error}")),
+        };
+        let budget = match (&args.budget, args.seeds) {
+            (Some(text), _) => match hunt::parse_budget(text) {
+                Ok(budget) => Some(budget),
+                Err(error) => return bad(format_args!("--budget {error}")),
+            },
+            (None, Some(_)) => None,
+            (None, None) => Some(std::time::Duration::from_secs(60)),
+        };
+        if args.failures_max == 0 || args.shrink_runs == 0 {
+            return bad("--failures-max and --shrink-runs must be positive");
+        }
+        let first_seed = match args.from {
+            Some(seed) => seed,
+            None => {
+                let mut bytes = [0u8; 8];
+                if let Err(error) = getrandom::fill(&mut bytes) {
+                    return bad(format_args!("drawing a first seed: {error}"));
+                }
+                // Small enough to read and paste; wide enough never to repeat by chance.
+                u64::from_le_bytes(bytes) % 1_000_000_000_000
+            }
+        };
+        let jobs = args.jobs.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        });
+        let config = HuntConfig {
+            scenarios,
+            first_seed,
+            shard,
+            budget,
+            seeds: args.seeds,
+            jobs: jobs.clamp(1, 256),
+            keep_going: args.keep_going,
+            failures_max: args.failures_max,
+        };
+        let mutant = tasklatch::mutants::active_name();
+        let names: Vec<&str> = config.scenarios.iter().map(|s| s.name.as_str()).collect();
+        eprintln!(
+            "hunting {} from seed {first_seed}, shard {}/{}, {} jobs, {}{}",
+            names.join(", "),
+            shard.index,
+            shard.count,
+            config.jobs,
+            match (budget, args.seeds) {
+                (Some(budget), _) => format!("budget {}", humantime::format_duration(budget)),
+                (None, Some(seeds)) => format!("{seeds} seeds"),
+                (None, None) => unreachable!("a default budget is set above"),
+            },
+            mutant.map(|m| format!(", mutant {m}")).unwrap_or_default()
+        );
+        let report = hunt::hunt(&config, &mut progress_display(&config));
+
+        let commit = artifact::commit();
+        let mut written: Vec<(PathBuf, FailureRecord)> = Vec::new();
+        for failure in &report.failures {
+            let scenario = config
+                .scenarios
+                .iter()
+                .find(|s| s.name == failure.scenario)
+                .expect("a failure comes from a hunted scenario");
+            let invariant = failure.violations[0].invariant;
+            let shrunk = if args.no_minimise {
+                None
+            } else {
+                match shrink::shrink(scenario, failure, invariant, args.shrink_runs) {
+                    Ok(shrunk) => Some(shrunk),
+                    Err(error) => {
+                        eprintln!("warning: not minimised: {error}");
+                        None
+                    }
+                }
+            };
+            match artifact::write_failure(&args.out, failure, &commit, mutant, shrunk.as_ref()) {
+                Ok(done) => written.push(done),
+                Err(error) => return bad(error),
+            }
+        }
+
+        println!(
+            "hunt: {} runs in {:.1} s ({:.0} runs/s on {} jobs), seeds from {first_seed} shard {}/{}, {} failing",
+            report.runs,
+            report.elapsed.as_secs_f64(),
+            report.runs as f64 / report.elapsed.as_secs_f64().max(1e-9),
+            config.jobs,
+            shard.index,
+            shard.count,
+            report.failing()
+        );
+        for (scenario, tally) in &report.tally {
+            let (low, high) = tally.seeds.unwrap_or_default();
+            println!(
+                "  {scenario:<20} {:>7} runs  seeds {low}..={high}  {} failing",
+                tally.runs, tally.failing
+            );
+        }
+        let missed = report.marks_missed();
+        println!(
+            "  marks hit {}/{}{}",
+            KNOWN_MARKS.len() - missed.len(),
+            KNOWN_MARKS.len(),
+            if missed.is_empty() {
+                String::new()
+            } else {
+                format!(" (missed: {})", missed.join(", "))
+            }
+        );
+        for (folder, record) in &written {
+            println!(
+                "FAILURE {} seed {}: {}",
+                record.scenario,
+                record.seed,
+                record.violations.first().map_or("", String::as_str)
+            );
+            println!(
+                "  artifacts: {}/ (failure.json, timeline.txt, swimlane.svg)",
+                folder.display()
+            );
+            println!("  reproduce: {}", record.repro);
+            println!("  trace:     {}", record.trace_hash);
+            if let Some(minimised) = &record.minimised {
+                println!(
+                    "  minimised in {} runs ({} steps kept): {} -> {}",
+                    minimised.runs, minimised.steps, minimised.before, minimised.after
+                );
+                println!("  reproduce minimal: {}", minimised.repro);
+                println!("  minimal trace:     {}", minimised.trace_hash);
+            }
+        }
+        if let Some(path) = &args.junit {
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+                && let Err(error) = std::fs::create_dir_all(parent)
+            {
+                return bad(format_args!("{}: {error}", parent.display()));
+            }
+            if let Err(error) = artifact::write_whole(path, &artifact::junit(&report, &written)) {
+                return bad(error);
+            }
+            println!("  junit: {}", path.display());
+        }
+        if report.failing() == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(EXIT_MISMATCH)
+        }
+    }
+
+    /// A progress bar on a terminal; elsewhere (CI logs) a line every ten seconds.
+    fn progress_display(config: &HuntConfig) -> impl FnMut(&Progress) + use<> {
+        let terminal = std::io::stderr().is_terminal();
+        let length = match (config.budget, config.seeds) {
+            (Some(budget), _) => budget.as_millis() as u64,
+            (None, Some(seeds)) => seeds * config.scenarios.len() as u64,
+            (None, None) => 0,
+        };
+        let by_time = config.budget.is_some();
+        let bar = indicatif::ProgressBar::new(length.max(1));
+        if terminal {
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{bar:30} {elapsed_precise} {msg}")
+                    .expect("a valid template"),
+            );
+        } else {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+        let mut logged_at = std::time::Instant::now();
+        move |progress: &Progress| {
+            let message = format!(
+                "{} runs, {:.0}/s, {} failing, marks {}/{}",
+                progress.runs,
+                progress.runs_per_second(),
+                progress.failing,
+                progress.marks_hit,
+                KNOWN_MARKS.len()
+            );
+            if terminal {
+                bar.set_position(if by_time {
+                    progress.elapsed.as_millis() as u64
+                } else {
+                    progress.runs
+                });
+                bar.set_message(message);
+            } else if logged_at.elapsed() >= std::time::Duration::from_secs(10) {
+                eprintln!("{:>6.0} s  {message}", progress.elapsed.as_secs_f64());
+                logged_at = std::time::Instant::now();
+            }
         }
     }
 }

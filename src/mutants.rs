@@ -188,6 +188,19 @@ pub fn active() -> Option<Mutant> {
     selection::active()
 }
 
+/// The active mutant's name; always `None` without the `mutants` feature. Failure records
+/// carry it, so a repro command turns the same mutant on.
+pub fn active_name() -> Option<&'static str> {
+    #[cfg(feature = "mutants")]
+    {
+        active().map(Mutant::name)
+    }
+    #[cfg(not(feature = "mutants"))]
+    {
+        None
+    }
+}
+
 /// Makes `mutant` the active one (or none) for the whole process until the next call.
 #[cfg(feature = "mutants")]
 pub fn select(mutant: Option<Mutant>) {

@@ -43,6 +43,20 @@ pub enum Point {
     AfterCompletion,
 }
 
+/// Scenario files name points as [`Point::name`] spells them.
+impl serde::Serialize for Point {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Point {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Point, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Point::parse(&name).map_err(serde::de::Error::custom)
+    }
+}
+
 impl Point {
     pub const ALL: [Point; 5] = [
         Point::AfterOutboxClaim,

@@ -8,11 +8,16 @@
 //! the same hash.
 
 mod scenario;
+pub mod shrink;
 mod world;
 
-pub use scenario::{Faults, KNOWN_MARKS, SCENARIO_SCHEMA, Scenario};
+pub(crate) use scenario::from_json_at;
+pub use scenario::{
+    FaultKind, Faults, KNOWN_MARKS, Knobs, Plan, PlannedFault, SCENARIO_SCHEMA, Scenario,
+};
 pub use world::{
-    Knobs, SimOutcome, Sweep, parse_seed_range, run_seed, run_seed_with, seeds_from_env,
+    SimOutcome, Sweep, offset_ms, parse_seed_range, repro_command, run_seed, run_seed_with,
+    seeds_from_env,
 };
 
 use crate::runtime::{BoxFuture, Env};

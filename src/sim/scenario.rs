@@ -67,6 +67,98 @@ pub struct Scenario {
     /// Marks the default seeds must hit between them (a fault never injected is a test
     /// that cannot fail).
     pub marks: Vec<String>,
+    /// A pinned run: these knobs and this fault schedule instead of the ones each seed
+    /// draws. The minimiser writes it; absent in hand-written scenarios.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
+}
+
+/// The knobs and fault schedule of one run.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    pub knobs: Knobs,
+    /// In the order they run; one at a time.
+    pub faults: Vec<PlannedFault>,
+}
+
+/// One fault the supervisor injects during the safety phase.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PlannedFault {
+    /// When it begins, in simulated milliseconds after the safety phase began (a clock
+    /// jump moves that clock too); never before the previous fault has ended.
+    pub at_ms: u64,
+    pub kind: FaultKind,
+    /// The victim of a kill or pause: 0 is the dispatcher, `1..=workers` the workers.
+    pub node: usize,
+    /// How long a kill keeps the node down, a pause holds it, the store stays down; how
+    /// far a clock jump moves the clock.
+    pub duration_ms: u64,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    Kill,
+    Pause,
+    ClockJump,
+    StoreOutage,
+}
+
+impl FaultKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Kill => "kill",
+            FaultKind::Pause => "pause",
+            FaultKind::ClockJump => "clock-jump",
+            FaultKind::StoreOutage => "store-outage",
+        }
+    }
+
+    /// Whether the fault strikes one runtime node (the others strike the store or clock).
+    pub fn has_victim(self) -> bool {
+        matches!(self, FaultKind::Kill | FaultKind::Pause)
+    }
+}
+
+/// Fault knobs of one run, drawn from its seed and the scenario's choices (swarm
+/// testing), recorded as the first event of its history, or pinned by a [`Plan`].
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Knobs {
+    /// Chance (percent) that reaching a named point crashes the node right there.
+    pub point_crash_percent: u64,
+    /// The points such crashes may hit this run.
+    pub crash_points: Vec<Point>,
+    /// Longest pause a probe inserts at a point (a window for timed kills).
+    pub probe_delay_ms_max: u64,
+    /// Chance (percent) that a client loses the answer to a create and retries it.
+    pub lost_response_percent: u64,
+    /// Chance (percent) that a client cancels a task it is polling.
+    pub cancel_percent: u64,
+    /// Chance (percent) that a published message is delivered twice.
+    pub duplicate_percent: u64,
+    /// Longest delay before a published message becomes visible.
+    pub delivery_delay_ms_max: u64,
+    /// Chance (percent) that a client also asks about another tenant's task.
+    pub cross_tenant_percent: u64,
+    /// Chance (percent) that a client reuses a key for a different request.
+    pub key_reuse_percent: u64,
+}
+
+impl Knobs {
+    /// The percentages, by field name, for validation and shrinking.
+    pub fn percents_mut(&mut self) -> [(&'static str, &mut u64); 6] {
+        [
+            ("point_crash_percent", &mut self.point_crash_percent),
+            ("lost_response_percent", &mut self.lost_response_percent),
+            ("cancel_percent", &mut self.cancel_percent),
+            ("duplicate_percent", &mut self.duplicate_percent),
+            ("cross_tenant_percent", &mut self.cross_tenant_percent),
+            ("key_reuse_percent", &mut self.key_reuse_percent),
+        ]
+    }
 }
 
 /// Fault budgets, and the choices a seed draws its knobs from.
@@ -140,23 +232,18 @@ impl Scenario {
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<Scenario, String> {
-        let mut deserializer = serde_json::Deserializer::from_str(text);
-        let scenario: Scenario =
-            serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-                let inner = error.inner();
-                let message = crate::fixture::strip_position(inner);
-                format!(
-                    "{}:{}:{}: {}: {message}",
-                    path.display(),
-                    inner.line(),
-                    inner.column(),
-                    error.path()
-                )
-            })?;
+        let scenario: Scenario = from_json_at(path, text)?;
         scenario
             .validate()
             .map_err(|(field, message)| format!("{}: {field}: {message}", path.display()))?;
         Ok(scenario)
+    }
+
+    /// Checks a scenario built or read by other means (embedded in a failure record, say);
+    /// the error names the field.
+    pub fn check(&self) -> Result<(), String> {
+        self.validate()
+            .map_err(|(field, message)| format!("{field}: {message}"))
     }
 
     fn validate(&self) -> Result<(), (&'static str, String)> {
@@ -236,6 +323,9 @@ impl Scenario {
         }
         self.crash_points()
             .map_err(|message| ("faults.crash_points", message))?;
+        if let Some(plan) = &self.plan {
+            self.validate_plan(plan)?;
+        }
         if let Some(unknown) = self
             .marks
             .iter()
@@ -248,6 +338,45 @@ impl Scenario {
                     KNOWN_MARKS.join(", ")
                 ),
             );
+        }
+        Ok(())
+    }
+
+    fn validate_plan(&self, plan: &Plan) -> Result<(), (&'static str, String)> {
+        let mut knobs = plan.knobs.clone();
+        for (field, percent) in knobs.percents_mut() {
+            if *percent > 100 {
+                return Err(("plan.knobs", format!("{field}: {percent} is above 100")));
+            }
+        }
+        for (index, fault) in plan.faults.iter().enumerate() {
+            if fault.kind.has_victim() && fault.node > self.workers {
+                return Err((
+                    "plan.faults",
+                    format!(
+                        "[{index}].node {} names no runtime node (0 is the dispatcher, 1..={} the workers)",
+                        fault.node, self.workers
+                    ),
+                ));
+            }
+            if fault.at_ms > self.safety_ms {
+                return Err((
+                    "plan.faults",
+                    format!(
+                        "[{index}].at_ms {} is after the safety phase ({} ms)",
+                        fault.at_ms, self.safety_ms
+                    ),
+                ));
+            }
+            if fault.duration_ms > 3_600_000 {
+                return Err((
+                    "plan.faults",
+                    format!(
+                        "[{index}].duration_ms {} is above an hour",
+                        fault.duration_ms
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -270,4 +399,24 @@ impl Scenario {
     pub fn default_seeds(&self) -> std::ops::Range<u64> {
         self.default_seeds[0]..self.default_seeds[1]
     }
+}
+
+/// Deserialises `text` (read from `path`), or says where it went wrong:
+/// `PATH:LINE:COLUMN: FIELD: message`.
+pub(crate) fn from_json_at<T: serde::de::DeserializeOwned>(
+    path: &std::path::Path,
+    text: &str,
+) -> Result<T, String> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let inner = error.inner();
+        format!(
+            "{}:{}:{}: {}: {}",
+            path.display(),
+            inner.line(),
+            inner.column(),
+            error.path(),
+            crate::fixture::strip_position(inner)
+        )
+    })
 }

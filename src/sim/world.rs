@@ -2,7 +2,7 @@
 //! nodes, a sweeper node and one client node per tenant, driven by a supervisor that
 //! injects faults during a safety phase and then lets the system heal (liveness phase).
 
-use super::scenario::Scenario;
+use super::scenario::{FaultKind, Knobs, Plan, PlannedFault, Scenario};
 use super::{SIM_EPOCH_MS, SimEnv};
 use crate::check::{
     self, AppliedKind, CheckContext, ClientOp, ClientResult, Event, Revealed, Violation,
@@ -22,62 +22,75 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Fault knobs of one run, drawn from its seed and the scenario's choices (swarm
-/// testing) and recorded as the first event of its history.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Knobs {
-    pub kills: usize,
-    pub pauses: usize,
-    /// Chance (percent) that reaching a named point crashes the node right there.
-    pub point_crash_percent: u64,
-    /// The points such crashes may hit this run.
-    pub crash_points: Vec<Point>,
-    /// Longest pause a probe inserts at a point (a window for timed kills).
-    pub probe_delay_ms_max: u64,
-    /// Chance (percent) that a client loses the answer to a create and retries it.
-    pub lost_response_percent: u64,
-    /// Chance (percent) that a client cancels a task it is polling.
-    pub cancel_percent: u64,
-    /// Chance (percent) that a published message is delivered twice.
-    pub duplicate_percent: u64,
-    /// Longest delay before a published message becomes visible.
-    pub delivery_delay_ms_max: u64,
-    pub clock_jumps: usize,
-    pub store_outages: usize,
-    /// Chance (percent) that a client also asks about another tenant's task.
-    pub cross_tenant_percent: u64,
-    /// Chance (percent) that a client reuses a key for a different request.
-    pub key_reuse_percent: u64,
+/// Draws the knobs of one run from the scenario's choices (swarm testing).
+fn draw_knobs(scenario: &Scenario) -> Knobs {
+    let pick = |choices: &[u64]| choices[roll(choices.len() as u64) as usize];
+    let faults = &scenario.faults;
+    let allowed = scenario.crash_points().unwrap_or_default();
+    // Swarm: each run turns on a random subset of the allowed crash points.
+    let mut crash_points: Vec<Point> = allowed.iter().copied().filter(|_| roll(3) != 0).collect();
+    if crash_points.is_empty() && !allowed.is_empty() {
+        crash_points.push(allowed[roll(allowed.len() as u64) as usize]);
+    }
+    Knobs {
+        point_crash_percent: pick(&faults.point_crash_percent),
+        crash_points,
+        probe_delay_ms_max: pick(&faults.probe_delay_ms_max),
+        lost_response_percent: pick(&faults.lost_response_percent),
+        cancel_percent: pick(&faults.cancel_percent),
+        duplicate_percent: pick(&faults.duplicate_percent),
+        delivery_delay_ms_max: pick(&faults.delivery_delay_ms_max),
+        cross_tenant_percent: pick(&faults.cross_tenant_percent),
+        key_reuse_percent: pick(&faults.key_reuse_percent),
+    }
 }
 
-impl Knobs {
-    fn draw(scenario: &Scenario) -> Knobs {
-        let roll = |bound: u64| madsim::rand::random::<u64>() % bound.max(1);
-        let pick = |choices: &[u64]| choices[roll(choices.len() as u64) as usize];
-        let faults = &scenario.faults;
-        let allowed = scenario.crash_points().unwrap_or_default();
-        // Swarm: each run turns on a random subset of the allowed crash points.
-        let mut crash_points: Vec<Point> =
-            allowed.iter().copied().filter(|_| roll(3) != 0).collect();
-        if crash_points.is_empty() && !allowed.is_empty() {
-            crash_points.push(allowed[roll(allowed.len() as u64) as usize]);
-        }
-        Knobs {
-            kills: roll(faults.kills_max as u64 + 1) as usize,
-            pauses: roll(faults.pauses_max as u64 + 1) as usize,
-            point_crash_percent: pick(&faults.point_crash_percent),
-            crash_points,
-            probe_delay_ms_max: pick(&faults.probe_delay_ms_max),
-            lost_response_percent: pick(&faults.lost_response_percent),
-            cancel_percent: pick(&faults.cancel_percent),
-            duplicate_percent: pick(&faults.duplicate_percent),
-            delivery_delay_ms_max: pick(&faults.delivery_delay_ms_max),
-            clock_jumps: roll(faults.clock_jumps_max as u64 + 1) as usize,
-            store_outages: roll(faults.store_outages_max as u64 + 1) as usize,
-            cross_tenant_percent: pick(&faults.cross_tenant_percent),
-            key_reuse_percent: pick(&faults.key_reuse_percent),
-        }
+/// A draw in `0..bound` from the simulation's seeded generator.
+fn roll(bound: u64) -> u64 {
+    madsim::rand::random::<u64>() % bound.max(1)
+}
+
+/// Draws the safety phase's fault schedule: how many of each fault (up to the scenario's
+/// budgets), in a random order, spread over the phase, against random runtime nodes.
+fn draw_faults(scenario: &Scenario) -> Vec<PlannedFault> {
+    let faults = &scenario.faults;
+    let mut kinds: Vec<FaultKind> = Vec::new();
+    for (kind, max) in [
+        (FaultKind::Kill, faults.kills_max),
+        (FaultKind::Pause, faults.pauses_max),
+        (FaultKind::ClockJump, faults.clock_jumps_max),
+        (FaultKind::StoreOutage, faults.store_outages_max),
+    ] {
+        kinds.extend(std::iter::repeat_n(kind, roll(max as u64 + 1) as usize));
     }
+    for at in (1..kinds.len()).rev() {
+        kinds.swap(at, roll(at as u64 + 1) as usize);
+    }
+    let gap_ms = scenario.safety_ms / (kinds.len() as u64 + 1);
+    let span = |range: [u64; 2]| range[0] + roll(range[1] - range[0] + 1);
+    let mut at_ms = 0;
+    kinds
+        .into_iter()
+        .map(|kind| {
+            at_ms += 1 + roll(gap_ms);
+            let node = roll(scenario.workers as u64 + 1) as usize;
+            let duration_ms = match kind {
+                FaultKind::Kill => 50 + roll(500),
+                // Long enough to outlive leases: a paused worker wakes with a stale view.
+                FaultKind::Pause => 500 + roll(2_000),
+                FaultKind::ClockJump => span(faults.clock_jump_ms),
+                FaultKind::StoreOutage => span(faults.store_outage_ms),
+            };
+            let fault = PlannedFault {
+                at_ms: at_ms.min(scenario.safety_ms),
+                kind,
+                node,
+                duration_ms,
+            };
+            at_ms += duration_ms;
+            fault
+        })
+        .collect()
 }
 
 /// The outcome of one seed.
@@ -85,8 +98,9 @@ impl Knobs {
 pub struct SimOutcome {
     pub scenario: String,
     pub seed: u64,
-    /// `None` when the run panicked before reporting them.
-    pub knobs: Option<Knobs>,
+    /// The knobs and fault schedule the run drew (or was given); `None` when it
+    /// panicked before drawing them.
+    pub plan: Option<Plan>,
     /// Broken invariants; a panic inside the simulation (an assertion of the system
     /// under test, say) is reported as the pseudo-invariant `panic`.
     pub violations: Vec<Violation>,
@@ -96,20 +110,45 @@ pub struct SimOutcome {
     pub trace_hash: String,
     /// The recorded history; [`SimOutcome::timeline`] renders it.
     pub history: Vec<Event>,
+    /// For each event of the history, the lane it happened on: the node that recorded
+    /// it (`client-0`, `worker-1`, `dispatcher`, …), or the victim of a fault.
+    pub lanes: Vec<String>,
+    /// Every node of the world by name, whether or not it recorded anything.
+    pub nodes: Vec<String>,
 }
 
 impl SimOutcome {
     /// The history, one line per event with its simulated time.
     pub fn timeline(&self) -> Vec<String> {
-        self.history.iter().map(timeline_line).collect()
+        self.history
+            .iter()
+            .zip(&self.lanes)
+            .map(|(event, lane)| TimelineLine(event, lane).to_string())
+            .collect()
     }
 
-    /// The line a user pastes to replay this run.
+    /// The line a user pastes to replay this run (with the active mutant, if any).
     pub fn repro_command(&self) -> String {
-        format!(
-            "cargo run --features sim -- repro --scenario {} --seed {}",
-            self.scenario, self.seed
-        )
+        repro_command(&self.scenario, self.seed, crate::mutants::active_name())
+    }
+}
+
+/// The line a user pastes to replay `seed` of `scenario` (a name, or a scenario file) with
+/// `mutant` on; it prints the run's timeline and trace hash.
+pub fn repro_command(scenario: &str, seed: u64, mutant: Option<&str>) -> String {
+    let quoted = if scenario
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
+    {
+        scenario.to_owned()
+    } else {
+        format!("'{}'", scenario.replace('\'', r"'\''"))
+    };
+    match mutant {
+        None => format!("cargo run --features sim -- repro --scenario {quoted} --seed {seed}"),
+        Some(mutant) => format!(
+            "TASKLATCH_MUTANT={mutant} cargo run --features mutants -- repro --scenario {quoted} --seed {seed}"
+        ),
     }
 }
 
@@ -175,8 +214,9 @@ pub fn run_seed_with(scenario: &Scenario, seed: u64, sweep: Option<Sweep>) -> Si
     })
     .join();
     joined.unwrap_or_else(|panic| {
-        let events = match history.events.lock() {
-            Ok(events) => events.clone(),
+        let (events, lanes) = history.take();
+        let plan = match history.plan.lock() {
+            Ok(plan) => plan.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         };
 
@@ -188,7 +228,7 @@ pub fn run_seed_with(scenario: &Scenario, seed: u64, sweep: Option<Sweep>) -> Si
         SimOutcome {
             scenario: name,
             seed,
-            knobs: None,
+            plan,
             violations: vec![Violation {
                 invariant: "panic",
                 task_id: String::new(),
@@ -196,14 +236,16 @@ pub fn run_seed_with(scenario: &Scenario, seed: u64, sweep: Option<Sweep>) -> Si
                 events: Vec::new(),
             }],
             marks: BTreeMap::new(),
-            trace_hash: trace_hash(&events),
+            trace_hash: trace_hash(&events, &lanes),
             history: events,
+            lanes,
+            nodes: history.node_names(),
         }
     })
 }
 
 /// Simulated milliseconds since the start of the run at which `event` happened.
-fn offset_ms(event: &Event) -> u64 {
+pub fn offset_ms(event: &Event) -> u64 {
     match event {
         Event::Client { at_ms, .. }
         | Event::Applied { at_ms, .. }
@@ -213,22 +255,24 @@ fn offset_ms(event: &Event) -> u64 {
     }
 }
 
-/// One timeline line: the offset, then the event.
-fn timeline_line(event: &Event) -> String {
-    TimelineLine(event).to_string()
-}
-
-/// One timeline line; the trace hash is taken over exactly these.
-struct TimelineLine<'e>(&'e Event);
+/// One timeline line: the offset, the lane, then the event. The trace hash is taken over
+/// exactly these.
+struct TimelineLine<'e>(&'e Event, &'e str);
 
 impl std::fmt::Display for TimelineLine<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:>8} ms  {:?}", offset_ms(self.0), self.0)
+        write!(
+            f,
+            "{:>8} ms  {:<10}  {:?}",
+            offset_ms(self.0),
+            self.1,
+            self.0
+        )
     }
 }
 
 /// SHA-256 over the timeline's lines joined by newlines, streamed: no line is built.
-fn trace_hash(events: &[Event]) -> String {
+fn trace_hash(events: &[Event], lanes: &[String]) -> String {
     use sha2::Digest as _;
     use std::fmt::Write as _;
     struct Hashing(sha2::Sha256);
@@ -239,12 +283,12 @@ fn trace_hash(events: &[Event]) -> String {
         }
     }
     let mut hashing = Hashing(sha2::Sha256::new());
-    for (index, event) in events.iter().enumerate() {
+    for (index, (event, lane)) in events.iter().zip(lanes).enumerate() {
         if index > 0 {
             hashing.0.update(b"\n");
         }
         // Writing into a hasher cannot fail.
-        let _ = write!(hashing, "{}", TimelineLine(event));
+        let _ = write!(hashing, "{}", TimelineLine(event, lane));
     }
     crate::contract::hex_lower(&hashing.0.finalize())
 }
@@ -252,13 +296,57 @@ fn trace_hash(events: &[Event]) -> String {
 /// The shared, append-only record the oracle reads.
 #[derive(Default)]
 struct History {
-    events: Mutex<Vec<Event>>,
+    /// Each event with its lane.
+    events: Mutex<Vec<(Event, String)>>,
     marks: Mutex<BTreeMap<String, u64>>,
+    /// Node names by id, for lanes; unnamed nodes (the supervisor) are `supervisor`.
+    names: Mutex<BTreeMap<madsim::task::NodeId, String>>,
+    /// The run's knobs and faults, once drawn.
+    plan: Mutex<Option<Plan>>,
 }
 
 impl History {
+    /// Records `event` on the lane of the node recording it.
     fn push(&self, event: Event) {
-        self.events.lock().expect("history").push(event);
+        self.push_on(self.lane_of(madsim::plugin::node()), event);
+    }
+
+    fn lane_of(&self, node: madsim::task::NodeId) -> String {
+        self.names
+            .lock()
+            .expect("names")
+            .get(&node)
+            .cloned()
+            .unwrap_or_else(|| "supervisor".into())
+    }
+
+    /// Records `event` on `lane` (a fault's victim).
+    fn push_on(&self, lane: impl Into<String>, event: Event) {
+        self.events
+            .lock()
+            .expect("history")
+            .push((event, lane.into()));
+    }
+
+    fn node_names(&self) -> Vec<String> {
+        match self.names.lock() {
+            Ok(names) => names.values().cloned().collect(),
+            Err(poisoned) => poisoned.into_inner().values().cloned().collect(),
+        }
+    }
+
+    fn name(&self, node: madsim::task::NodeId, name: &str) {
+        self.names.lock().expect("names").insert(node, name.into());
+    }
+
+    /// The history so far, split into events and lanes (a poisoned lock still yields it:
+    /// the run that panicked is the one worth reading).
+    fn take(&self) -> (Vec<Event>, Vec<String>) {
+        let mut events = match self.events.lock() {
+            Ok(events) => events,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        std::mem::take(&mut *events).into_iter().unzip()
     }
 
     fn mark(&self, name: impl Into<String>) {
@@ -656,6 +744,7 @@ fn runtime_node(handle: &Handle, shared: &Arc<Shared>, name: String, role: Role)
     let slot: Arc<Mutex<Option<madsim::task::NodeId>>> = Arc::new(Mutex::new(None));
     let init_shared = shared.clone();
     let init_slot = slot.clone();
+    let lane = name.clone();
     let node = handle
         .create_node()
         .name(name.clone())
@@ -672,6 +761,7 @@ fn runtime_node(handle: &Handle, shared: &Arc<Shared>, name: String, role: Role)
         })
         .build();
     *slot.lock().expect("node slot") = Some(node.id());
+    shared.history.name(node.id(), &lane);
     node
 }
 
@@ -1000,11 +1090,19 @@ async fn simulate(
     sweep: Option<Sweep>,
 ) -> SimOutcome {
     let handle = Handle::current();
-    let knobs = Knobs::draw(&scenario);
+    // Drawn even when pinned, so a pinned copy of a drawn run replays it exactly.
+    let drawn = Plan {
+        knobs: draw_knobs(&scenario),
+        faults: draw_faults(&scenario),
+    };
+    let plan = scenario.plan.clone().unwrap_or(drawn);
+    let knobs = plan.knobs.clone();
+    *history.plan.lock().expect("plan") = Some(plan.clone());
     history.push(Event::Fault {
         what: format!(
-            "start {} seed {seed} knobs {knobs:?} sweep {sweep:?}",
-            scenario.name
+            "start {} seed {seed} knobs {knobs:?} faults {} sweep {sweep:?}",
+            scenario.name,
+            plan.faults.len()
         ),
         at_ms: SimEnv.now_ms(),
     });
@@ -1051,80 +1149,71 @@ async fn simulate(
     let _sweeper = runtime_node(&handle, &shared, "sweeper".into(), Role::Sweeper);
     let clients: Vec<_> = (0..scenario.tenants)
         .map(|tenant| {
-            let shared = shared.clone();
-            handle
-                .create_node()
-                .name(format!("client-{tenant}"))
-                .build()
-                .spawn(client(shared, tenant))
+            let name = format!("client-{tenant}");
+            let node = handle.create_node().name(name.clone()).build();
+            history.name(node.id(), &name);
+            node.spawn(client(shared.clone(), tenant))
         })
         .collect();
 
-    // Safety phase: the drawn faults, in a random order, spread over the phase.
-    let mut plan: Vec<&'static str> = Vec::new();
-    plan.extend(std::iter::repeat_n("kill", knobs.kills));
-    plan.extend(std::iter::repeat_n("pause", knobs.pauses));
-    plan.extend(std::iter::repeat_n("clock-jump", knobs.clock_jumps));
-    plan.extend(std::iter::repeat_n("store-outage", knobs.store_outages));
-    for at in (1..plan.len()).rev() {
-        plan.swap(
-            at,
-            (madsim::rand::random::<u64>() % (at as u64 + 1)) as usize,
-        );
-    }
+    // Safety phase: the planned faults, one at a time.
     let safety_started = SimEnv.now_ms();
-    let gap_ms = scenario.safety_ms / (plan.len() as u64 + 1);
-    let span =
-        |range: [u64; 2]| range[0] + madsim::rand::random::<u64>() % (range[1] - range[0] + 1);
-    for fault in plan {
-        madsim::time::sleep(Duration::from_millis(
-            1 + madsim::rand::random::<u64>() % gap_ms.max(1),
-        ))
-        .await;
-        let victim = &killable[(madsim::rand::random::<u64>() % killable.len() as u64) as usize];
-        history.push(Event::Fault {
-            what: format!("{fault} begins (node {})", victim.id()),
-            at_ms: SimEnv.now_ms(),
+    for fault in &plan.faults {
+        let begin_ms = safety_started + fault.at_ms;
+        let now_ms = SimEnv.now_ms();
+        if begin_ms > now_ms {
+            madsim::time::sleep(Duration::from_millis(begin_ms - now_ms)).await;
+        }
+        let victim = &killable[fault.node.min(killable.len() - 1)];
+        let lane = match fault.kind {
+            FaultKind::Kill | FaultKind::Pause => history.lane_of(victim.id()),
+            FaultKind::StoreOutage => "store".into(),
+            FaultKind::ClockJump => "supervisor".into(),
+        };
+        let name = fault.kind.name();
+        history.mark(match fault.kind {
+            FaultKind::Kill => "kill:random",
+            _ => name,
         });
-        let what = match fault {
-            "kill" => {
-                history.mark("kill:random");
+        history.push_on(
+            lane.clone(),
+            Event::Fault {
+                what: format!("{name} begins"),
+                at_ms: SimEnv.now_ms(),
+            },
+        );
+        let held = Duration::from_millis(fault.duration_ms);
+        let what = match fault.kind {
+            FaultKind::Kill => {
                 handle.kill(victim.id());
-                madsim::time::sleep(Duration::from_millis(
-                    50 + madsim::rand::random::<u64>() % 500,
-                ))
-                .await;
+                madsim::time::sleep(held).await;
                 handle.restart(victim.id());
-                format!("killed and restarted node {}", victim.id())
+                format!("node {} restarted", victim.id())
             }
-            "pause" => {
-                history.mark("pause");
+            FaultKind::Pause => {
                 handle.pause(victim.id());
-                // Long enough to outlive leases: a paused worker wakes with a stale view.
-                let paused_ms = 500 + madsim::rand::random::<u64>() % 2_000;
-                madsim::time::sleep(Duration::from_millis(paused_ms)).await;
+                madsim::time::sleep(held).await;
                 handle.resume(victim.id());
-                format!("paused node {} for {paused_ms} ms", victim.id())
+                format!("node {} resumed", victim.id())
             }
-            "clock-jump" => {
-                history.mark("clock-jump");
-                let jump_ms = span(scenario.faults.clock_jump_ms);
-                madsim::time::advance(Duration::from_millis(jump_ms));
-                format!("clock jumped {jump_ms} ms")
+            FaultKind::ClockJump => {
+                madsim::time::advance(held);
+                format!("clock moved {} ms", fault.duration_ms)
             }
-            _ => {
-                history.mark("store-outage");
+            FaultKind::StoreOutage => {
                 store.up.store(false, std::sync::atomic::Ordering::SeqCst);
-                let down_ms = span(scenario.faults.store_outage_ms);
-                madsim::time::sleep(Duration::from_millis(down_ms)).await;
+                madsim::time::sleep(held).await;
                 store.up.store(true, std::sync::atomic::Ordering::SeqCst);
-                format!("store node down {down_ms} ms")
+                "store node back".into()
             }
         };
-        history.push(Event::Fault {
-            what,
-            at_ms: SimEnv.now_ms(),
-        });
+        history.push_on(
+            lane,
+            Event::Fault {
+                what: format!("{name} ends: {what}"),
+                at_ms: SimEnv.now_ms(),
+            },
+        );
     }
     let elapsed_ms = SimEnv.now_ms() - safety_started;
     madsim::time::sleep(Duration::from_millis(
@@ -1148,22 +1237,24 @@ async fn simulate(
     let liveness_deadline_ms = SimEnv.now_ms();
 
     // The run is over: take the history rather than copy it.
-    let events = std::mem::take(&mut *history.events.lock().expect("history"));
+    let (events, lanes) = history.take();
     let violations = check::check(
         &events,
         &CheckContext {
             liveness_deadline_ms: Some(liveness_deadline_ms),
         },
     );
-    let trace_hash = trace_hash(&events);
+    let trace_hash = trace_hash(&events, &lanes);
     let marks = std::mem::take(&mut *history.marks.lock().expect("marks"));
     SimOutcome {
         scenario: scenario.name,
         seed,
-        knobs: Some(knobs),
+        plan: Some(plan),
         violations,
         marks,
         trace_hash,
         history: events,
+        lanes,
+        nodes: history.node_names(),
     }
 }

@@ -1,0 +1,310 @@
+//! What a failing run leaves behind, in `<out>/<scenario>-seed<seed>/`:
+//!
+//! - `failure.json`: the record (format `tasklatch.failure/v1`): scenario, seed, commit,
+//!   mutant, the violated invariant, trace hash, the one-line repro command, the drawn
+//!   plan, and the minimisation with its figures and the minimal scenario inline. Copied
+//!   into `fixtures/seeds/`, it becomes a regression seed `cargo test --features sim`
+//!   replays.
+//! - `timeline.txt`: the violations, the repro command, then every event with its lane.
+//! - `swimlane.svg`: the run drawn one lane per node (see [`super::swimlane`]).
+//! - `minimal.scenario.json`, `minimal.timeline.txt`, `minimal.swimlane.svg`: the same for
+//!   the minimised run; the scenario file replays with `repro --scenario <that file>`.
+//!
+//! Files are written whole (to a temporary name, then renamed): a hunt stopped mid-write
+//! leaves no half a record.
+
+use super::HuntReport;
+use super::swimlane;
+use crate::sim::shrink::{Shrunk, Size};
+use crate::sim::{Plan, Scenario, SimOutcome};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+pub const FAILURE_SCHEMA: &str = "tasklatch.failure/v1";
+
+/// One failing run, as written to `failure.json` and kept in `fixtures/seeds/`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailureRecord {
+    pub schema: String,
+    pub scenario: String,
+    pub seed: u64,
+    /// The commit the hunt ran (`-dirty` with uncommitted changes), or `unknown`.
+    pub commit: String,
+    /// The mutant that was on, if any (a mutant build's `TASKLATCH_MUTANT`).
+    pub mutant: Option<String>,
+    /// The first violated invariant (`I1`…`I10`, or `panic`).
+    pub invariant: String,
+    pub task_id: String,
+    pub detail: String,
+    /// Every violation, as the oracle words it.
+    pub violations: Vec<String>,
+    pub trace_hash: String,
+    pub events: usize,
+    /// The command that replays this run and prints the same trace hash.
+    pub repro: String,
+    /// The knobs and faults the seed drew.
+    pub plan: Option<Plan>,
+    pub minimised: Option<Minimised>,
+}
+
+/// The minimised run of a failure.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Minimised {
+    /// Where the minimal scenario was written, as the hunt named it.
+    pub scenario_file: String,
+    /// The seed the minimal scenario fails with (the original's, or a neighbour's).
+    pub seed: u64,
+    pub repro: String,
+    pub trace_hash: String,
+    pub before: Size,
+    pub after: Size,
+    pub runs: usize,
+    pub steps: usize,
+    /// The minimal scenario itself (its plan pinned), so the record stands alone.
+    pub scenario: Scenario,
+}
+
+impl FailureRecord {
+    pub fn new(outcome: &SimOutcome, commit: &str, mutant: Option<&str>) -> FailureRecord {
+        let first = outcome.violations.first();
+        FailureRecord {
+            schema: FAILURE_SCHEMA.into(),
+            scenario: outcome.scenario.clone(),
+            seed: outcome.seed,
+            commit: commit.into(),
+            mutant: mutant.map(str::to_owned),
+            invariant: first.map_or("", |v| v.invariant).into(),
+            task_id: first.map(|v| v.task_id.clone()).unwrap_or_default(),
+            detail: first.map(|v| v.detail.clone()).unwrap_or_default(),
+            violations: outcome.violations.iter().map(|v| v.to_string()).collect(),
+            trace_hash: outcome.trace_hash.clone(),
+            events: outcome.history.len(),
+            repro: crate::sim::repro_command(&outcome.scenario, outcome.seed, mutant),
+            plan: outcome.plan.clone(),
+            minimised: None,
+        }
+    }
+
+    /// Loads and checks a record; errors name the file, position and field.
+    pub fn load(path: &Path) -> Result<FailureRecord, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
+        let record: FailureRecord = crate::sim::from_json_at(path, &text)?;
+        if record.schema != FAILURE_SCHEMA {
+            return Err(format!(
+                "{}: schema: expected {FAILURE_SCHEMA:?}, got {:?}",
+                path.display(),
+                record.schema
+            ));
+        }
+        if record.invariant.is_empty() {
+            return Err(format!("{}: invariant: empty", path.display()));
+        }
+        if let Some(minimised) = &record.minimised {
+            minimised
+                .scenario
+                .check()
+                .map_err(|error| format!("{}: minimised.scenario.{error}", path.display()))?;
+        }
+        Ok(record)
+    }
+
+    /// Every record in `directory` (`*.json`), by file name.
+    pub fn load_all(directory: &Path) -> Result<Vec<(PathBuf, FailureRecord)>, String> {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(directory)
+            .map_err(|error| format!("{}: {error}", directory.display()))?
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+            .collect();
+        paths.sort();
+        paths
+            .into_iter()
+            .map(|path| FailureRecord::load(&path).map(|record| (path, record)))
+            .collect()
+    }
+}
+
+/// Writes a failure's artifacts into `out/<scenario>-seed<seed>/` and returns the folder
+/// and the record written.
+pub fn write_failure(
+    out: &Path,
+    outcome: &SimOutcome,
+    commit: &str,
+    mutant: Option<&str>,
+    shrunk: Option<&Shrunk>,
+) -> Result<(PathBuf, FailureRecord), String> {
+    let folder = out.join(format!("{}-seed{}", outcome.scenario, outcome.seed));
+    std::fs::create_dir_all(&folder)
+        .map_err(|error| format!("{}: cannot create: {error}", folder.display()))?;
+    let mut record = FailureRecord::new(outcome, commit, mutant);
+    let title = |what: &str, run: &SimOutcome| {
+        format!(
+            "{what}: scenario {} seed {}{}",
+            run.scenario,
+            run.seed,
+            mutant.map(|m| format!(", mutant {m}")).unwrap_or_default()
+        )
+    };
+    write_whole(
+        &folder.join("timeline.txt"),
+        &timeline_text(outcome, &record.repro, commit, mutant),
+    )?;
+    write_whole(
+        &folder.join("swimlane.svg"),
+        &swimlane::render(outcome, &title("failing run", outcome)),
+    )?;
+    if let Some(shrunk) = shrunk {
+        let file = folder.join("minimal.scenario.json");
+        let file_name = file.display().to_string();
+        let repro = crate::sim::repro_command(&file_name, shrunk.outcome.seed, mutant);
+        write_whole(&file, &pretty(&shrunk.scenario))?;
+        write_whole(
+            &folder.join("minimal.timeline.txt"),
+            &timeline_text(&shrunk.outcome, &repro, commit, mutant),
+        )?;
+        write_whole(
+            &folder.join("minimal.swimlane.svg"),
+            &swimlane::render(&shrunk.outcome, &title("minimised run", &shrunk.outcome)),
+        )?;
+        record.minimised = Some(Minimised {
+            scenario_file: file_name,
+            seed: shrunk.outcome.seed,
+            repro,
+            trace_hash: shrunk.outcome.trace_hash.clone(),
+            before: shrunk.before,
+            after: shrunk.after,
+            runs: shrunk.runs,
+            steps: shrunk.steps,
+            scenario: shrunk.scenario.clone(),
+        });
+    }
+    write_whole(&folder.join("failure.json"), &pretty(&record))?;
+    Ok((folder, record))
+}
+
+fn pretty<T: Serialize>(value: &T) -> String {
+    let mut text = serde_json::to_string_pretty(value).expect("records always serialise");
+    text.push('\n');
+    text
+}
+
+fn timeline_text(outcome: &SimOutcome, repro: &str, commit: &str, mutant: Option<&str>) -> String {
+    let mut text = format!(
+        "scenario {} seed {} commit {commit} mutant {}\n",
+        outcome.scenario,
+        outcome.seed,
+        mutant.unwrap_or("none")
+    );
+    for violation in &outcome.violations {
+        text.push_str(&format!("VIOLATION {violation}\n"));
+    }
+    text.push_str(&format!(
+        "reproduce: {repro}\ntrace {} ({} events)\n\n  offset ms  lane        event\n",
+        outcome.trace_hash,
+        outcome.history.len()
+    ));
+    for (index, line) in outcome.timeline().into_iter().enumerate() {
+        text.push_str(&format!("#{index:<5} {line}\n"));
+    }
+    text
+}
+
+/// Writes `text` to `path` under a temporary name first, so a reader never sees half.
+pub fn write_whole(path: &Path, text: &str) -> Result<(), String> {
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".partial");
+    let temporary = PathBuf::from(temporary);
+    std::fs::write(&temporary, text)
+        .and_then(|()| std::fs::rename(&temporary, path))
+        .map_err(|error| format!("{}: cannot write: {error}", path.display()))
+}
+
+/// The commit being hunted: `git rev-parse HEAD` (with `-dirty` when tracked files
+/// changed), else `GITHUB_SHA`, else `unknown`.
+///
+/// Environment: `GITHUB_SHA` names the commit when `git` cannot (a CI checkout without
+/// history, say).
+pub fn commit() -> String {
+    let git = |args: &[&str]| std::process::Command::new("git").args(args).output().ok();
+    match git(&["rev-parse", "HEAD"]) {
+        Some(output) if output.status.success() => {
+            let mut commit = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+                .is_some_and(|status| !status.stdout.is_empty());
+            if dirty {
+                commit.push_str("-dirty");
+            }
+            commit
+        }
+        _ => std::env::var("GITHUB_SHA").unwrap_or_else(|_| "unknown".into()),
+    }
+}
+
+/// A JUnit XML report: per scenario, one case for the seeds that passed and one per
+/// failure (its message the violation, its text the repro command and timeline path).
+pub fn junit(report: &HuntReport, failures: &[(PathBuf, FailureRecord)]) -> String {
+    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let cases: usize = report.tally.len() + failures.len();
+    xml.push_str(&format!(
+        "<testsuites name=\"tasklatch hunt\" tests=\"{cases}\" failures=\"{}\" time=\"{:.3}\">\n",
+        failures.len(),
+        report.elapsed.as_secs_f64()
+    ));
+    for (scenario, tally) in &report.tally {
+        let mine: Vec<&(PathBuf, FailureRecord)> = failures
+            .iter()
+            .filter(|(_, record)| &record.scenario == scenario)
+            .collect();
+        xml.push_str(&format!(
+            "  <testsuite name=\"hunt.{}\" tests=\"{}\" failures=\"{}\">\n",
+            escape(scenario),
+            1 + mine.len(),
+            mine.len()
+        ));
+        let (low, high) = tally.seeds.unwrap_or_default();
+        xml.push_str(&format!(
+            "    <testcase classname=\"hunt.{}\" name=\"{} runs, seeds {low}..={high}, {} failing\"/>\n",
+            escape(scenario),
+            tally.runs,
+            tally.failing
+        ));
+        for (folder, record) in mine {
+            xml.push_str(&format!(
+                "    <testcase classname=\"hunt.{}\" name=\"seed {}\">\n      <failure type=\"{}\" message=\"{}\">{}</failure>\n    </testcase>\n",
+                escape(scenario),
+                record.seed,
+                escape(&record.invariant),
+                escape(record.violations.first().map_or("", String::as_str)),
+                escape(&format!(
+                    "reproduce: {}\nartifacts: {}\ntrace {}",
+                    record.repro,
+                    folder.display(),
+                    record.trace_hash
+                ))
+            ));
+        }
+        xml.push_str("  </testsuite>\n");
+    }
+    xml.push_str("</testsuites>\n");
+    xml
+}
+
+/// Escapes text for XML attributes and content.
+pub(crate) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // XML 1.0 cannot carry most control characters, even escaped.
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t') => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}

@@ -1,0 +1,238 @@
+//! Race hunting: scenarios over fresh seeds until a time budget or a seed count is spent,
+//! on several cores, each failure kept as artifacts a person can read and a command that
+//! replays it.
+//!
+//! The seed space is split so that machines never overlap: with `--shard i/n` and a common
+//! first seed `f`, shard `i` runs seeds `f + i`, `f + i + n`, `f + i + 2n`, …, and every
+//! seed runs every selected scenario. Which seeds a budgeted hunt reaches depends on the
+//! machine's speed; what each seed does never does (the run is deterministic).
+//!
+//! Each seed is one deterministic simulation ([`crate::sim::run_seed`]); the hunt's own
+//! threads, clock and channel only schedule them, outside any simulation.
+//! [`artifact`] writes what a failure leaves behind, [`swimlane`] draws it, and
+//! [`crate::sim::shrink`] minimises its fault schedule.
+
+pub mod artifact;
+pub mod swimlane;
+
+use crate::sim::{KNOWN_MARKS, Scenario, SimOutcome, run_seed};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// One slice `index` of `count` of the seed space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Shard {
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// Parses `i/n` with `i < n`.
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let (index, count) = text
+            .split_once('/')
+            .ok_or_else(|| format!("{text:?}: expected i/n, e.g. 0/4"))?;
+        let index: u64 = index
+            .parse()
+            .map_err(|_| format!("{text:?}: bad shard index"))?;
+        let count: u64 = count
+            .parse()
+            .map_err(|_| format!("{text:?}: bad shard count"))?;
+        if count == 0 || index >= count {
+            return Err(format!("{text:?}: need 0 <= i < n"));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// What to hunt and for how long.
+#[derive(Clone, Debug)]
+pub struct HuntConfig {
+    pub scenarios: Vec<Scenario>,
+    /// The seed space starts here; shards of one hunt must share it.
+    pub first_seed: u64,
+    pub shard: Shard,
+    /// Stop starting runs after this long.
+    pub budget: Option<Duration>,
+    /// Stop after this many seeds (each runs every scenario).
+    pub seeds: Option<u64>,
+    /// Simulations run side by side (OS threads, one simulation each).
+    pub jobs: usize,
+    /// Collect failures instead of stopping at the first.
+    pub keep_going: bool,
+    /// Stop anyway once this many failures are in hand.
+    pub failures_max: usize,
+}
+
+impl HuntConfig {
+    /// The `index`-th run of this shard: which scenario, which seed.
+    pub fn run_at(&self, index: u64) -> (usize, u64) {
+        let scenarios = self.scenarios.len() as u64;
+        let round = index / scenarios;
+        let seed = self
+            .first_seed
+            .wrapping_add(self.shard.index)
+            .wrapping_add(round.wrapping_mul(self.shard.count));
+        ((index % scenarios) as usize, seed)
+    }
+
+    /// Runs in this shard when bounded by a seed count.
+    fn runs_max(&self) -> Option<u64> {
+        self.seeds
+            .map(|seeds| seeds.saturating_mul(self.scenarios.len() as u64))
+    }
+}
+
+/// Where a hunt stands, for the progress display.
+#[derive(Clone, Debug, Default)]
+pub struct Progress {
+    pub runs: u64,
+    pub failing: u64,
+    /// Distinct coverage marks hit so far, of [`KNOWN_MARKS`].
+    pub marks_hit: usize,
+    pub elapsed: Duration,
+}
+
+impl Progress {
+    pub fn runs_per_second(&self) -> f64 {
+        self.runs as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// How one scenario fared.
+#[derive(Clone, Debug, Default)]
+pub struct ScenarioTally {
+    pub runs: u64,
+    pub failing: u64,
+    /// Lowest and highest seed run.
+    pub seeds: Option<(u64, u64)>,
+}
+
+/// What a hunt found.
+#[derive(Debug, Default)]
+pub struct HuntReport {
+    pub runs: u64,
+    pub tally: BTreeMap<String, ScenarioTally>,
+    /// Failing runs, in the order they were found (capped at `failures_max`).
+    pub failures: Vec<SimOutcome>,
+    pub marks: BTreeMap<String, u64>,
+    pub elapsed: Duration,
+}
+
+impl HuntReport {
+    pub fn failing(&self) -> u64 {
+        self.tally.values().map(|tally| tally.failing).sum()
+    }
+
+    /// Known marks no run hit.
+    pub fn marks_missed(&self) -> Vec<&'static str> {
+        KNOWN_MARKS
+            .iter()
+            .copied()
+            .filter(|mark| !self.marks.contains_key(*mark))
+            .collect()
+    }
+}
+
+/// Hunts. `progress` is called from this thread a few times a second and once at the end.
+pub fn hunt(config: &HuntConfig, progress: &mut dyn FnMut(&Progress)) -> HuntReport {
+    assert!(!config.scenarios.is_empty(), "a hunt needs a scenario");
+    assert!(config.jobs > 0, "a hunt needs a job");
+    assert!(config.failures_max > 0, "a hunt keeps at least one failure");
+    let started = Instant::now();
+    let next = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let runs_max = config.runs_max();
+    let mut report = HuntReport::default();
+    // Bounded: a job waits when the collector falls behind.
+    let (send, receive) = std::sync::mpsc::sync_channel::<(usize, SimOutcome)>(config.jobs * 4);
+    std::thread::scope(|scope| {
+        for _ in 0..config.jobs {
+            let send = send.clone();
+            let (next, stop) = (&next, &stop);
+            scope.spawn(move || {
+                while !stop.load(Ordering::Acquire) {
+                    if config
+                        .budget
+                        .is_some_and(|budget| started.elapsed() >= budget)
+                    {
+                        break;
+                    }
+                    let index = next.fetch_add(1, Ordering::AcqRel);
+                    if runs_max.is_some_and(|max| index >= max) {
+                        break;
+                    }
+                    let (scenario, seed) = config.run_at(index);
+                    let outcome = run_seed(&config.scenarios[scenario], seed);
+                    if send.send((scenario, outcome)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(send);
+        let mut shown_at = Instant::now();
+        loop {
+            let received = receive.recv_timeout(Duration::from_millis(250));
+            match received {
+                Ok((scenario, outcome)) => {
+                    report.runs += 1;
+                    let tally = report
+                        .tally
+                        .entry(config.scenarios[scenario].name.clone())
+                        .or_default();
+                    tally.runs += 1;
+                    tally.seeds = Some(match tally.seeds {
+                        None => (outcome.seed, outcome.seed),
+                        Some((low, high)) => (low.min(outcome.seed), high.max(outcome.seed)),
+                    });
+                    for (mark, count) in &outcome.marks {
+                        *report.marks.entry(mark.clone()).or_default() += count;
+                    }
+                    if !outcome.violations.is_empty() {
+                        tally.failing += 1;
+                        if report.failures.len() < config.failures_max {
+                            report.failures.push(outcome);
+                        }
+                        if !config.keep_going || report.failures.len() >= config.failures_max {
+                            stop.store(true, Ordering::Release);
+                        }
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            if shown_at.elapsed() >= Duration::from_millis(250) {
+                progress(&snapshot(&report, started));
+                shown_at = Instant::now();
+            }
+        }
+    });
+    report.elapsed = started.elapsed();
+    progress(&snapshot(&report, started));
+    report
+}
+
+fn snapshot(report: &HuntReport, started: Instant) -> Progress {
+    Progress {
+        runs: report.runs,
+        failing: report.failing(),
+        marks_hit: KNOWN_MARKS
+            .iter()
+            .filter(|mark| report.marks.contains_key(**mark))
+            .count(),
+        elapsed: started.elapsed(),
+    }
+}
+
+/// Parses a budget such as `60s`, `10m`, `1h30m` or `90` (seconds).
+pub fn parse_budget(text: &str) -> Result<Duration, String> {
+    let bare: Result<u64, _> = text.parse();
+    if let Ok(seconds) = bare {
+        return Ok(Duration::from_secs(seconds));
+    }
+    humantime::parse_duration(text).map_err(|error| format!("{text:?}: {error}"))
+}

@@ -1,0 +1,149 @@
+//! Failure artifacts: records refuse bad input with the file, position and field named;
+//! the swimlane and JUnit writers escape what they print; files are written whole.
+
+use std::path::Path;
+use tasklatch::hunt::artifact::{self, FailureRecord};
+use tasklatch::hunt::{HuntReport, ScenarioTally, swimlane};
+use tasklatch::sim::{Scenario, run_seed};
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let folder = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).expect("scratch folder");
+    folder
+}
+
+fn a_record() -> FailureRecord {
+    let scenario = Scenario::by_name("baseline").expect("baseline");
+    let mut outcome = run_seed(&scenario, 3);
+    outcome.violations.push(tasklatch::check::Violation {
+        invariant: "I3",
+        task_id: "t<1>".into(),
+        detail: "a \"quoted\" & <angled> detail".into(),
+        events: vec![1],
+    });
+    FailureRecord::new(&outcome, "abc", Some("version-unchecked"))
+}
+
+#[test]
+fn malformed_records_are_refused_with_their_place_named() {
+    let folder = scratch("bad-records");
+    let good = serde_json::to_value(a_record()).expect("serialises");
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "truncated.json",
+            "{\"schema\": ".into(),
+            "truncated.json:1:",
+        ),
+        (
+            "wrong-type.json",
+            {
+                let mut v = good.clone();
+                v["seed"] = serde_json::json!("seven");
+                v.to_string()
+            },
+            "seed: invalid type",
+        ),
+        (
+            "unknown-field.json",
+            {
+                let mut v = good.clone();
+                v["colour"] = serde_json::json!("red");
+                v.to_string()
+            },
+            "unknown field `colour`",
+        ),
+        (
+            "schema.json",
+            {
+                let mut v = good.clone();
+                v["schema"] = serde_json::json!("tasklatch.failure/v0");
+                v.to_string()
+            },
+            "schema: expected \"tasklatch.failure/v1\"",
+        ),
+        (
+            "invariant.json",
+            {
+                let mut v = good.clone();
+                v["invariant"] = serde_json::json!("");
+                v.to_string()
+            },
+            "invariant: empty",
+        ),
+    ];
+    for (file, text, expected) in cases {
+        let path = folder.join(file);
+        std::fs::write(&path, text).expect("written");
+        let error = FailureRecord::load(&path).expect_err(file);
+        assert!(error.contains(file), "{error}");
+        assert!(error.contains(expected), "{file}: {error}");
+    }
+    let error = FailureRecord::load_all(&folder).expect_err("a folder with bad records");
+    assert!(
+        error.contains("invariant.json"),
+        "the first bad file by name: {error}"
+    );
+}
+
+#[test]
+fn writers_escape_and_write_whole() {
+    let record = a_record();
+    let mut report = HuntReport::default();
+    report.tally.insert(
+        "baseline".into(),
+        ScenarioTally {
+            runs: 10,
+            failing: 1,
+            seeds: Some((0, 9)),
+        },
+    );
+    let junit = artifact::junit(&report, &[("out/x".into(), record.clone())]);
+    assert!(
+        junit.contains("&quot;quoted&quot; &amp; &lt;angled&gt;"),
+        "{junit}"
+    );
+    assert!(!junit.contains("<angled>"));
+    assert_eq!(junit.matches("<testcase").count(), 2);
+
+    let folder = scratch("whole");
+    let path = folder.join("report.xml");
+    artifact::write_whole(&path, &junit).expect("written");
+    assert_eq!(std::fs::read_to_string(&path).expect("read"), junit);
+    let leftovers: Vec<_> = std::fs::read_dir(&folder)
+        .expect("listed")
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.file_name().to_string_lossy().ends_with(".partial"))
+        .collect();
+    assert!(leftovers.is_empty(), "a temporary file was left behind");
+    let error =
+        artifact::write_whole(&folder.join("missing/report.xml"), "x").expect_err("no folder");
+    assert!(error.contains("missing/report.xml"), "{error}");
+}
+
+#[test]
+fn the_swimlane_has_a_lane_per_node_and_escapes_its_text() {
+    let scenario = Scenario::by_name("baseline").expect("baseline");
+    let outcome = run_seed(&scenario, 3);
+    let svg = swimlane::render(&outcome, "a <title> & more");
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("a &lt;title&gt; &amp; more"));
+    for lane in [
+        "supervisor",
+        "store",
+        "dispatcher",
+        "worker-0",
+        "worker-2",
+        "sweeper",
+        "client-0",
+        "client-2",
+    ] {
+        assert!(
+            svg.contains(&format!(">{lane}</text>")),
+            "lane {lane} missing"
+        );
+    }
+    assert!(svg.contains("no violation"));
+    // Every lane of the history is one the diagram knows.
+    assert_eq!(outcome.lanes.len(), outcome.history.len());
+}
