@@ -17,6 +17,18 @@
 //! - [`fixture`] — contract fixtures (`fixtures/contract/*.json`, format
 //!   `tasklatch.contract-fixture/v1`): loading with precise errors, and replay through the
 //!   contract.
+//! - [`store`] — the `TaskStore` port and its adapters (memory, SQLite, PostgreSQL) and
+//!   [`conformance`], the suite every adapter passes.
+//! - [`runtime`] — the outbox → queue → worker runtime, written once against the `Env`
+//!   facade (tokio for real, madsim in simulation).
+//! - [`check`] — the oracle: invariants I1–I10 over a recorded history.
+//! - `sim` (feature `sim`) — the deterministic simulation: scenarios, the simulated world,
+//!   `run_seed`, and `sim::shrink`, the minimiser of a failing run.
+//! - `hunt` (feature `sim`) — `tasklatch hunt`: sharded, budgeted race hunting, failure
+//!   artifacts (record, timeline, SVG swimlane) and JUnit reports.
+//! - [`interleave`] — the proptest state machine and the loom models.
+//! - [`mutants`] — the named hostile mutants and the kill matrix.
+//! - [`bench`] — `tasklatch bench store`.
 //!
 //! ## Features
 //!

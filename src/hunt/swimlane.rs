@@ -26,13 +26,17 @@ pub fn render(outcome: &SimOutcome, title: &str) -> String {
         let index = lanes.iter().position(|name| name == lane).unwrap_or(0);
         TOP + LANE_HEIGHT * index as f64 + LANE_HEIGHT / 2.0
     };
+    // The phase marker alone does not stretch the axis: a short race stays readable.
     let end_ms = outcome
         .history
         .iter()
+        .filter(|event| !is_phase_marker(event))
         .map(offset_ms)
         .max()
         .unwrap_or(0)
-        .max(1);
+        .max(1)
+        * 21
+        / 20;
     let x = |ms: u64| LABEL_WIDTH + PLOT_WIDTH * ms as f64 / end_ms as f64;
     let height = TOP + LANE_HEIGHT * lanes.len() as f64 + 100.0;
     let width = LABEL_WIDTH + PLOT_WIDTH + 20.0;
@@ -133,7 +137,7 @@ pub fn render(outcome: &SimOutcome, title: &str) -> String {
                 cx - 5.0,
                 cy - 5.0
             );
-        } else if what.starts_with("faults stop") {
+        } else if is_phase_marker(event) && at_ms <= end_ms {
             let _ = writeln!(
                 svg,
                 "<line x1=\"{0:.1}\" y1=\"{TOP}\" x2=\"{0:.1}\" y2=\"{axis_y}\" stroke=\"#2e7d32\" stroke-dasharray=\"8 4\"><title>{tip}</title></line>\
@@ -264,6 +268,11 @@ fn conflicting(outcome: &SimOutcome) -> Vec<usize> {
         }
     }
     out
+}
+
+/// The supervisor's "faults stop: liveness phase" event.
+fn is_phase_marker(event: &Event) -> bool {
+    matches!(event, Event::Fault { what, .. } if what.starts_with("faults stop"))
 }
 
 enum Shape {

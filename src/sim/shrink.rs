@@ -1,11 +1,11 @@
 //! Minimisation of a failing run: its fault schedule and workload are shrunk to the
-//! smallest the same seed still breaks the same invariant with.
+//! smallest that still breaks the same invariant (with the same seed or a neighbour).
 //!
 //! The failing run's drawn knobs and faults are first pinned into a copy of its scenario
 //! ([`Scenario::plan`]); the supervisor draws them anyway, so the pinned copy replays the
 //! run exactly (same trace hash) and the shrink starts from the failure itself. Then, greedily
-//! and until nothing more can go: drop every fault, drop one fault, turn one knob off, drop
-//! one crash point, fewer clients, fewer tasks, fewer workers, a fault later, a fault
+//! and until nothing more can go: drop every fault, fewer clients, fewer tasks, fewer
+//! workers, drop one fault, turn one knob off, drop one crash point, a fault later, a fault
 //! shorter. A candidate is kept when it still violates the same invariant with the current
 //! seed or one of the next few ([`SEEDS_PER_CANDIDATE`]). Every candidate makes the
 //! schedule strictly smaller, so the search ends; `runs_max` bounds it anyway.
@@ -175,7 +175,8 @@ pub fn shrink(
     })
 }
 
-/// Every one-step smaller schedule, the biggest cuts first.
+/// Every one-step smaller schedule, the biggest cuts first: all faults, then the workload
+/// (fewer moving parts is what a reader wants most), then single faults and knobs.
 fn candidates(scenario: &Scenario) -> Vec<Scenario> {
     let plan = scenario.plan.as_ref().expect("shrinking a pinned scenario");
     let mut out = Vec::new();
@@ -186,6 +187,28 @@ fn candidates(scenario: &Scenario) -> Vec<Scenario> {
     };
     if plan.faults.len() > 1 {
         out.push(with_plan(&|plan| plan.faults.clear()));
+    }
+    for fewer in smaller(scenario.tenants) {
+        let mut next = scenario.clone();
+        next.tenants = fewer;
+        out.push(next);
+    }
+    for fewer in smaller(scenario.tasks_per_tenant) {
+        let mut next = scenario.clone();
+        next.tasks_per_tenant = fewer;
+        out.push(next);
+    }
+    if scenario.workers > 1 {
+        let mut next = scenario.clone();
+        next.workers -= 1;
+        // The last worker goes, and the faults aimed at it with it.
+        let workers = next.workers;
+        next.plan
+            .as_mut()
+            .expect("pinned")
+            .faults
+            .retain(|fault| !fault.kind.has_victim() || fault.node <= workers);
+        out.push(next);
     }
     for index in 0..plan.faults.len() {
         out.push(with_plan(&|plan| {
@@ -216,28 +239,6 @@ fn candidates(scenario: &Scenario) -> Vec<Scenario> {
                 plan.knobs.crash_points.remove(index);
             }));
         }
-    }
-    for fewer in smaller(scenario.tenants) {
-        let mut next = scenario.clone();
-        next.tenants = fewer;
-        out.push(next);
-    }
-    for fewer in smaller(scenario.tasks_per_tenant) {
-        let mut next = scenario.clone();
-        next.tasks_per_tenant = fewer;
-        out.push(next);
-    }
-    if scenario.workers > 1 {
-        let mut next = scenario.clone();
-        next.workers -= 1;
-        // The last worker goes, and the faults aimed at it with it.
-        let workers = next.workers;
-        next.plan
-            .as_mut()
-            .expect("pinned")
-            .faults
-            .retain(|fault| !fault.kind.has_victim() || fault.node <= workers);
-        out.push(next);
     }
     for index in 0..plan.faults.len() {
         let fault = &plan.faults[index];
