@@ -56,6 +56,7 @@ pub mod fixture;
 #[cfg(all(feature = "sim", madsim))]
 pub mod hunt;
 pub mod interleave;
+pub mod mcp;
 pub mod mutants;
 pub mod runtime;
 #[cfg(all(feature = "sim", madsim))]

@@ -78,6 +78,9 @@ enum Command {
         #[arg(long)]
         postgres: Option<String>,
     },
+    /// Serve MCP 2025-11-25 tasks with the built-in example tools (`export`, `archive`,
+    /// `echo`), running the outbox dispatcher, workers and sweeper in-process.
+    Serve(serving::ServeArgs),
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -127,6 +130,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Replay { files, json } => replay(&files, json),
+        Command::Serve(args) => serving::serve(args),
         #[cfg(all(feature = "sim", madsim))]
         Command::Sim {
             scenario,
@@ -275,6 +279,107 @@ fn bench_store(
     let _ = std::fs::remove_dir_all(&scratch);
     print!("{}", render(&rows, config));
     Ok(())
+}
+
+mod serving {
+    use super::EXIT_BAD_INPUT;
+    use std::path::PathBuf;
+    use std::process::ExitCode;
+    use std::sync::Arc;
+    use tasklatch::mcp::server::stdio_negotiated;
+    use tasklatch::mcp::{Assembly, ServerConfig, Session};
+    use tasklatch::runtime::{RuntimeConfig, TokioEnv};
+    use tasklatch::store::{StoreOptions, StoreUrl, TaskStore, open_store};
+
+    #[derive(clap::Args)]
+    pub struct ServeArgs {
+        /// Serve one requestor over stdin/stdout (newline-delimited JSON-RPC).
+        #[arg(long, required = true)]
+        stdio: bool,
+        /// The task store: `sqlite:PATH[?synchronous=full|normal]`, `postgres://…` (with
+        /// `--features postgres`) or `memory:`.
+        #[arg(long, default_value = "sqlite:tasklatch.db")]
+        store: String,
+        /// Folder the `export` tool commits its files to (default: `<sqlite file>.exports`,
+        /// else `./tasklatch-exports`).
+        #[arg(long)]
+        exports: Option<PathBuf>,
+        /// Worker loops running tools in this process.
+        #[arg(long, default_value_t = 4)]
+        workers: usize,
+        /// How long a dispatched task's outbox entry and queue message stay leased before
+        /// they are delivered again (a restarted server picks up unfinished tasks after it).
+        #[arg(long, default_value_t = 30_000)]
+        lease_ms: u64,
+    }
+
+    pub fn serve(args: ServeArgs) -> ExitCode {
+        let store: Arc<dyn TaskStore> = match open_store(&args.store, &StoreOptions::default()) {
+            Ok(store) => Arc::from(store),
+            Err(error) => {
+                eprintln!("error: --store: {error}");
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        };
+        let exports = args
+            .exports
+            .clone()
+            .unwrap_or_else(|| match StoreUrl::parse(&args.store) {
+                Ok(StoreUrl::Sqlite(options)) => {
+                    let mut name = options.path.as_os_str().to_owned();
+                    name.push(".exports");
+                    PathBuf::from(name)
+                }
+                _ => PathBuf::from("tasklatch-exports"),
+            });
+        if args.workers == 0 || args.workers > 256 || args.lease_ms == 0 {
+            eprintln!("error: --workers must be 1..=256 and --lease-ms positive");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+        let tokio = match tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(tokio) => tokio,
+            Err(error) => {
+                eprintln!("error: cannot start the async runtime: {error}");
+                return ExitCode::FAILURE;
+            }
+        };
+        tokio.block_on(async move {
+            let Assembly { server, runtime } = Assembly::new(
+                store,
+                exports.clone(),
+                Arc::new(TokioEnv),
+                ServerConfig::default(),
+                RuntimeConfig {
+                    republish_after_ms: args.lease_ms,
+                    queue_lease_ms: args.lease_ms,
+                    ..RuntimeConfig::default()
+                },
+            );
+            runtime.start(args.workers);
+            eprintln!(
+                "tasklatch serve: stdio, store {}, exports {}, {} workers",
+                args.store,
+                exports.display(),
+                args.workers
+            );
+            let session = Session {
+                id: "stdio".into(),
+                auth_key: "stdio/requestor".into(),
+                negotiated: stdio_negotiated(),
+                idempotency_header: None,
+            };
+            let input = tokio::io::BufReader::new(tokio::io::stdin());
+            tasklatch::mcp::stdio::serve(server, session, input, tokio::io::stdout()).await;
+            runtime.shut_down();
+        });
+        // Workers blocked in a tool are abandoned: their tasks stay leased in the store and
+        // are delivered again after --lease-ms by the next server.
+        tokio.shutdown_timeout(std::time::Duration::from_millis(500));
+        ExitCode::SUCCESS
+    }
 }
 
 #[cfg(all(feature = "sim", madsim))]

@@ -1,0 +1,87 @@
+//! The MCP 2025-11-25 tasks server: JSON-RPC over stdio and Streamable HTTP, speaking the
+//! exact shapes of the experimental tasks utility, with the contract's decisions mapped to
+//! the wire.
+//!
+//! No Rust SDK serves 2025-11-25 tasks (rmcp 3.x moved to the later tasks extension and
+//! drops the `task` param), so tasklatch carries its own small JSON-RPC layer:
+//!
+//! - [`wire`] — framing, error codes, the `Task` object, timestamps.
+//! - [`server`] — [`server::Server`], the handler every transport and the simulation call.
+//! - [`tools`] — the built-in example tools (`export`, `archive`, `echo`).
+//! - [`stdio`] — the stdio transport.
+//!
+//! What the wire promises, and where it is decided:
+//!
+//! | situation | answer |
+//! |---|---|
+//! | malformed JSON | `-32700` |
+//! | not a JSON-RPC request (wrong `jsonrpc`, id, method or params type; a batch) | `-32600` |
+//! | unknown method | `-32601` |
+//! | `required` tool without `task`, `forbidden` tool with `task` | `-32601` |
+//! | unknown tool, bad arguments, missing `taskId`, bad cursor, reused idempotency key | `-32602` |
+//! | unknown task, another caller's task | `-32602 "Failed to retrieve task: Task not found"`, byte for byte the same |
+//! | the caller's own expired task | `-32602 "Failed to retrieve task: Task has expired"` |
+//! | `tasks/cancel` on a terminal task | `-32602 "Cannot cancel task: already in terminal status '<status>'"` |
+//! | `tasks/result` on a cancelled task | `-32603 "Task was cancelled: a cancelled task has no result"`, `data: {taskId, status}` (the spec leaves it open, modelcontextprotocol#1956) |
+//! | `tasks/list` where callers cannot be identified (stdio) | `-32601`, and `tasks.list` is not offered |
+//! | store unavailable | `-32603` (the cause is logged, not sent) |
+//!
+//! Unknown params are tolerated (the TypeScript client repeats `task` on `tasks/get`).
+//! `tasks/result` blocks until the task is terminal, then returns the stored
+//! `CallToolResult` (an `isError: true` one as a successful response) with
+//! `_meta["io.modelcontextprotocol/related-task"]`, or the stored JSON-RPC error.
+//! Idempotent creation: `_meta["dev.tasklatch/idempotency-key"]` (or the HTTP
+//! `Idempotency-Key` header) binds a key to the request's digest, per caller.
+
+pub mod server;
+pub mod stdio;
+pub mod tools;
+pub mod wire;
+
+pub use server::{Server, ServerConfig, Session};
+
+use crate::runtime::{Env, MemoryQueue, NoProbe, Runtime, RuntimeConfig};
+use crate::store::TaskStore;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A server and the runtime that runs its tasks, wired together: the runtime's status
+/// changes wake blocked `tasks/result` calls and become notifications.
+pub struct Assembly {
+    pub server: Arc<Server>,
+    pub runtime: Arc<Runtime>,
+}
+
+impl Assembly {
+    /// Builds both over `store`, with the example tools committing exports to `exports`.
+    /// Nothing runs until [`Runtime::start`].
+    pub fn new(
+        store: Arc<dyn TaskStore>,
+        exports: PathBuf,
+        env: Arc<dyn Env>,
+        config: ServerConfig,
+        runtime_config: RuntimeConfig,
+    ) -> Assembly {
+        let tools = Arc::new(tools::ExampleTools {
+            exports,
+            store: store.clone(),
+            env: env.clone(),
+        });
+        let server = Arc::new(Server::new(
+            store.clone(),
+            tools.clone(),
+            env.clone(),
+            config,
+        ));
+        let runtime = Arc::new(Runtime::new(
+            store,
+            Arc::new(MemoryQueue::default()),
+            tools,
+            env,
+            Arc::new(NoProbe),
+            server.clone(),
+            runtime_config,
+        ));
+        Assembly { server, runtime }
+    }
+}

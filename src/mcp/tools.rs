@@ -1,0 +1,296 @@
+//! The built-in example tools `tasklatch serve` offers, one per `taskSupport` value:
+//!
+//! - `export` (`optional`): a long-running side effect. It works for `delay_ms`, checking
+//!   between slices whether its task was cancelled, then commits one export file
+//!   `<exports>/<task id>.json`, idempotently: a redelivered task finds its file and
+//!   reuses it, so a crash between the effect and the completion write never exports
+//!   twice. Called without a task it runs synchronously under a fresh random id.
+//! - `archive` (`required`): a short task; an item named `poison` makes it report
+//!   `isError: true`, so the task ends `failed` and `tasks/result` returns that result.
+//! - `echo` (`forbidden`): answers at once with its text.
+//!
+//! Arguments are checked before anything is admitted: a bad argument is a `-32602`, not a
+//! failed task.
+
+use super::wire::RpcError;
+use crate::contract::{TaskOutcome, TaskStatus, TaskSupport};
+use crate::runtime::{BoxFuture, Env, Invocation, ToolStep, Tools};
+use crate::store::TaskStore;
+use serde_json::{Map, Value, json};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// One tool as `tools/list` shows it.
+#[derive(Clone, Debug)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub input_schema: Value,
+    pub task_support: TaskSupport,
+}
+
+impl ToolSpec {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "execution": { "taskSupport": self.task_support.as_str() },
+        })
+    }
+}
+
+/// Longest an export may be asked to work.
+pub const EXPORT_DELAY_MS_MAX: u64 = 600_000;
+/// How often a working export looks for its cancellation.
+const EXPORT_SLICE_MS: u64 = 100;
+
+/// The example tools, over the exports folder and the store (to see cancellations).
+pub struct ExampleTools {
+    pub exports: PathBuf,
+    pub store: Arc<dyn TaskStore>,
+    pub env: Arc<dyn Env>,
+}
+
+impl ExampleTools {
+    pub fn specs() -> Vec<ToolSpec> {
+        vec![
+            ToolSpec {
+                name: "export",
+                description: "Exports rows to a file: a long-running side effect, committed once per task.",
+                input_schema: json!({
+                    "type": "object",
+                    "properties": {
+                        "name": { "type": "string", "minLength": 1, "maxLength": 128 },
+                        "rows": { "type": "integer", "minimum": 0, "maximum": 1_000_000 },
+                        "delay_ms": { "type": "integer", "minimum": 0, "maximum": EXPORT_DELAY_MS_MAX }
+                    },
+                    "required": ["name"],
+                    "additionalProperties": false
+                }),
+                task_support: TaskSupport::Optional,
+            },
+            ToolSpec {
+                name: "archive",
+                description: "Archives items; only as a task. An item named \"poison\" makes it fail.",
+                input_schema: json!({
+                    "type": "object",
+                    "properties": {
+                        "items": { "type": "array", "items": { "type": "string" }, "maxItems": 1000 }
+                    },
+                    "additionalProperties": false
+                }),
+                task_support: TaskSupport::Required,
+            },
+            ToolSpec {
+                name: "echo",
+                description: "Echoes its text at once; never as a task.",
+                input_schema: json!({
+                    "type": "object",
+                    "properties": { "text": { "type": "string", "maxLength": 65536 } },
+                    "required": ["text"],
+                    "additionalProperties": false
+                }),
+                task_support: TaskSupport::Forbidden,
+            },
+        ]
+    }
+
+    /// Checks a call's arguments against the tool; the error names the argument.
+    pub fn validate(name: &str, arguments: &Map<String, Value>) -> Result<(), RpcError> {
+        let bad = |message: String| Err(RpcError::invalid_params(message));
+        let allowed: &[&str] = match name {
+            "export" => &["name", "rows", "delay_ms"],
+            "archive" => &["items"],
+            "echo" => &["text"],
+            other => return bad(format!("Unknown tool: {other}")),
+        };
+        if let Some(extra) = arguments
+            .keys()
+            .find(|key| !allowed.contains(&key.as_str()))
+        {
+            return bad(format!("{name}: unknown argument {extra:?}"));
+        }
+        match name {
+            "export" => {
+                match arguments.get("name") {
+                    Some(Value::String(text))
+                        if !text.is_empty() && text.chars().count() <= 128 => {}
+                    _ => {
+                        return bad(
+                            "export: arguments.name must be a string of 1 to 128 characters".into(),
+                        );
+                    }
+                }
+                for (field, max) in [("rows", 1_000_000), ("delay_ms", EXPORT_DELAY_MS_MAX)] {
+                    match arguments.get(field) {
+                        None => {}
+                        Some(value) if value.as_u64().is_some_and(|n| n <= max) => {}
+                        Some(_) => {
+                            return bad(format!(
+                                "export: arguments.{field} must be an integer from 0 to {max}"
+                            ));
+                        }
+                    }
+                }
+            }
+            "archive" => match arguments.get("items") {
+                None => {}
+                Some(Value::Array(items))
+                    if items.len() <= 1000 && items.iter().all(Value::is_string) => {}
+                Some(_) => {
+                    return bad("archive: arguments.items must be at most 1000 strings".into());
+                }
+            },
+            _ => match arguments.get("text") {
+                Some(Value::String(text)) if text.len() <= 65_536 => {}
+                _ => return bad("echo: arguments.text must be a string of at most 64 KiB".into()),
+            },
+        }
+        Ok(())
+    }
+
+    /// Runs a tool. `task_id` names the task it runs for (`None`: a synchronous call).
+    pub fn call(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        task_id: Option<String>,
+    ) -> BoxFuture<'static, ToolStep> {
+        let name = name.to_owned();
+        let exports = self.exports.clone();
+        let store = self.store.clone();
+        let env = self.env.clone();
+        Box::pin(async move {
+            match name.as_str() {
+                "export" => export(exports, store, env, arguments, task_id).await,
+                "archive" => {
+                    env.sleep(200).await;
+                    let items: Vec<&str> = arguments
+                        .get("items")
+                        .and_then(Value::as_array)
+                        .map(|items| items.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    let poisoned = items.contains(&"poison");
+                    let text = if poisoned {
+                        "archive refused: an item is named \"poison\"".to_owned()
+                    } else {
+                        format!("archived {} items", items.len())
+                    };
+                    ToolStep::Finished(TaskOutcome::Result {
+                        result: json!({
+                            "content": [{ "type": "text", "text": text }],
+                            "isError": poisoned,
+                        }),
+                    })
+                }
+                _ => {
+                    let text = arguments
+                        .get("text")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned();
+                    ToolStep::Finished(TaskOutcome::Result {
+                        result: json!({ "content": [{ "type": "text", "text": text }], "isError": false }),
+                    })
+                }
+            }
+        })
+    }
+}
+
+impl Tools for ExampleTools {
+    fn run(&self, invocation: Invocation) -> BoxFuture<'static, ToolStep> {
+        let arguments = match invocation.request.arguments {
+            Some(Value::Object(arguments)) => arguments,
+            _ => Map::new(),
+        };
+        self.call(
+            &invocation.request.name,
+            arguments,
+            Some(invocation.task.task_id),
+        )
+    }
+}
+
+async fn export(
+    exports: PathBuf,
+    store: Arc<dyn TaskStore>,
+    env: Arc<dyn Env>,
+    arguments: Map<String, Value>,
+    task_id: Option<String>,
+) -> ToolStep {
+    let name = arguments
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("export")
+        .to_owned();
+    let rows = arguments.get("rows").and_then(Value::as_u64).unwrap_or(100);
+    let delay_ms = arguments
+        .get("delay_ms")
+        .and_then(Value::as_u64)
+        .unwrap_or(2_000)
+        .min(EXPORT_DELAY_MS_MAX);
+    let id = match &task_id {
+        Some(task_id) => task_id.clone(),
+        None => format!("sync-{:016x}{:016x}", env.random_u64(), env.random_u64()),
+    };
+    let mut worked_ms = 0;
+    while worked_ms < delay_ms {
+        let slice_ms = EXPORT_SLICE_MS.min(delay_ms - worked_ms);
+        env.sleep(slice_ms).await;
+        worked_ms += slice_ms;
+        if let Some(task_id) = &task_id
+            && let Ok(Some(record)) = store.read(task_id)
+            && record.status == TaskStatus::Cancelled
+        {
+            // Stop early; the completion write would be refused anyway.
+            return failed(format!("export {id} stopped: its task was cancelled"));
+        }
+    }
+    match commit_export(&exports, &id, &name, rows) {
+        Ok(path) => ToolStep::Finished(TaskOutcome::Result {
+            result: json!({
+                "content": [{
+                    "type": "text",
+                    "text": format!("exported {rows} rows of {name} as export-{id} ({})", path.display()),
+                }],
+                "structuredContent": { "export": format!("export-{id}"), "rows": rows },
+                "isError": false,
+            }),
+        }),
+        Err(error) => failed(format!("export {id} could not be written: {error}")),
+    }
+}
+
+fn failed(text: String) -> ToolStep {
+    ToolStep::Finished(TaskOutcome::Result {
+        result: json!({ "content": [{ "type": "text", "text": text }], "isError": true }),
+    })
+}
+
+/// Writes `<exports>/<id>.json` once: an existing file is the committed export (a
+/// redelivery after a crash), a new one is written whole (temporary file, fsync, rename).
+fn commit_export(
+    exports: &std::path::Path,
+    id: &str,
+    name: &str,
+    rows: u64,
+) -> std::io::Result<PathBuf> {
+    use std::io::Write as _;
+    let path = exports.join(format!("{id}.json"));
+    if path.exists() {
+        return Ok(path);
+    }
+    std::fs::create_dir_all(exports)?;
+    let temporary = exports.join(format!(".{id}.partial"));
+    let mut file = std::fs::File::create(&temporary)?;
+    file.write_all(
+        serde_json::to_string(&json!({ "export": id, "name": name, "rows": rows }))
+            .expect("a JSON value serialises")
+            .as_bytes(),
+    )?;
+    file.sync_all()?;
+    std::fs::rename(&temporary, &path)?;
+    Ok(path)
+}
