@@ -286,6 +286,7 @@ mod serving {
     use std::path::PathBuf;
     use std::process::ExitCode;
     use std::sync::Arc;
+    use tasklatch::mcp::http::{self, HttpConfig, Tokens};
     use tasklatch::mcp::server::stdio_negotiated;
     use tasklatch::mcp::{Assembly, ServerConfig, Session};
     use tasklatch::runtime::{RuntimeConfig, TokioEnv};
@@ -294,8 +295,21 @@ mod serving {
     #[derive(clap::Args)]
     pub struct ServeArgs {
         /// Serve one requestor over stdin/stdout (newline-delimited JSON-RPC).
-        #[arg(long, required = true)]
+        #[arg(long, conflicts_with = "http", required_unless_present = "http")]
         stdio: bool,
+        /// Serve Streamable HTTP at ADDR (e.g. 127.0.0.1:8931), endpoint `/mcp`.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// With --http: the tokens file, `{"tokens": {"<bearer token>": "<authorization
+        /// key>"}}`; each token's tasks are bound to its key.
+        #[arg(long, requires = "http")]
+        tokens: Option<PathBuf>,
+        /// With --http: an origin allowed besides loopback ones (repeatable).
+        #[arg(long = "allow-origin", requires = "http")]
+        allowed_origins: Vec<String>,
+        /// With --http: the largest request body accepted.
+        #[arg(long, default_value_t = tasklatch::mcp::http::BODY_BYTES_MAX)]
+        body_limit_bytes: usize,
         /// The task store: `sqlite:PATH[?synchronous=full|normal]`, `postgres://…` (with
         /// `--features postgres`) or `memory:`.
         #[arg(long, default_value = "sqlite:tasklatch.db")]
@@ -332,6 +346,27 @@ mod serving {
                 }
                 _ => PathBuf::from("tasklatch-exports"),
             });
+        let http = match (&args.http, &args.tokens) {
+            (None, _) => None,
+            (Some(_), None) => {
+                eprintln!("error: --http needs --tokens FILE (every caller must be identified)");
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+            (Some(address), Some(tokens)) => match Tokens::load(tokens) {
+                Ok(tokens) => Some((
+                    address.clone(),
+                    HttpConfig {
+                        tokens,
+                        allowed_origins: args.allowed_origins.clone(),
+                        body_bytes_max: args.body_limit_bytes.max(1024),
+                    },
+                )),
+                Err(error) => {
+                    eprintln!("error: --tokens {error}");
+                    return ExitCode::from(EXIT_BAD_INPUT);
+                }
+            },
+        };
         if args.workers == 0 || args.workers > 256 || args.lease_ms == 0 {
             eprintln!("error: --workers must be 1..=256 and --lease-ms positive");
             return ExitCode::from(EXIT_BAD_INPUT);
@@ -346,7 +381,7 @@ mod serving {
                 return ExitCode::FAILURE;
             }
         };
-        tokio.block_on(async move {
+        let code = tokio.block_on(async move {
             let Assembly { server, runtime } = Assembly::new(
                 store,
                 exports.clone(),
@@ -359,6 +394,35 @@ mod serving {
                 },
             );
             runtime.start(args.workers);
+            if let Some((address, config)) = http {
+                let listener = match tokio::net::TcpListener::bind(&address).await {
+                    Ok(listener) => listener,
+                    Err(error) => {
+                        eprintln!("error: --http {address}: {error}");
+                        return ExitCode::from(EXIT_BAD_INPUT);
+                    }
+                };
+                let bound = listener
+                    .local_addr()
+                    .map_or(address.clone(), |at| at.to_string());
+                // The line a supervisor (or a test) waits for.
+                println!("listening http://{bound}/mcp");
+                eprintln!(
+                    "tasklatch serve: http://{bound}/mcp, store {}, exports {}, {} workers",
+                    args.store,
+                    exports.display(),
+                    args.workers
+                );
+                let served = http::serve(listener, http::router(server, config)).await;
+                runtime.shut_down();
+                return match served {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(error) => {
+                        eprintln!("error: http server: {error}");
+                        ExitCode::FAILURE
+                    }
+                };
+            }
             eprintln!(
                 "tasklatch serve: stdio, store {}, exports {}, {} workers",
                 args.store,
@@ -374,11 +438,12 @@ mod serving {
             let input = tokio::io::BufReader::new(tokio::io::stdin());
             tasklatch::mcp::stdio::serve(server, session, input, tokio::io::stdout()).await;
             runtime.shut_down();
+            ExitCode::SUCCESS
         });
         // Workers blocked in a tool are abandoned: their tasks stay leased in the store and
         // are delivered again after --lease-ms by the next server.
         tokio.shutdown_timeout(std::time::Duration::from_millis(500));
-        ExitCode::SUCCESS
+        code
     }
 }
 

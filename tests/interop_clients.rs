@@ -10,8 +10,9 @@
 //! - `TASKLATCH_INTEROP_PYTHON` — the Python that has `mcp==1.30.0` (default:
 //!   `target/interop-venv/bin/python`, where `.ci/run` installs the lock file).
 
+use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -122,4 +123,64 @@ fn python_sdk_over_stdio() {
         .arg("--")
         .args(serve_stdio(&folder.join("tasks.db")));
     run_client(command, "Python mcp 1.30.0 over stdio");
+}
+
+/// `tasklatch serve --http` on a free loopback port, killed on drop.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(folder: &Path) -> HttpServer {
+        let tokens = folder.join("tokens.json");
+        std::fs::write(
+            &tokens,
+            r#"{"tokens": {"token-a-interop": "tenant-a/alice", "token-b-interop": "tenant-b/bob"}}"#,
+        )
+        .expect("tokens written");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tasklatch"))
+            .args(["serve", "--http", "127.0.0.1:0", "--tokens"])
+            .arg(&tokens)
+            .arg("--store")
+            .arg(format!("sqlite:{}", folder.join("tasks.db").display()))
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the server starts");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the server says where it listens");
+        let url = line
+            .trim()
+            .strip_prefix("listening ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_owned();
+        HttpServer { child, url }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn typescript_sdk_over_streamable_http_with_two_tokens() {
+    let Some(client) = typescript() else { return };
+    let folder = scratch("ts-http");
+    let server = HttpServer::start(&folder);
+    let mut command = Command::new("node");
+    command.arg(&client).args([
+        "http",
+        "--url",
+        &server.url,
+        "--token",
+        "token-a-interop",
+        "--other-token",
+        "token-b-interop",
+    ]);
+    run_client(command, "TypeScript SDK 1.32.2 over Streamable HTTP");
 }

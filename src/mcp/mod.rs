@@ -9,6 +9,7 @@
 //! - [`server`] — [`server::Server`], the handler every transport and the simulation call.
 //! - [`tools`] — the built-in example tools (`export`, `archive`, `echo`).
 //! - [`stdio`] — the stdio transport.
+//! - [`http`] — the Streamable HTTP transport (sessions, bearer tokens, SSE).
 //!
 //! What the wire promises, and where it is decided:
 //!
@@ -33,6 +34,7 @@
 //! Idempotent creation: `_meta["dev.tasklatch/idempotency-key"]` (or the HTTP
 //! `Idempotency-Key` header) binds a key to the request's digest, per caller.
 
+pub mod http;
 pub mod server;
 pub mod stdio;
 pub mod tools;

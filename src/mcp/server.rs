@@ -297,16 +297,7 @@ impl Server {
             }
             Decision::AcceptNormal => {
                 match self.tools.call(name, arguments, None).await {
-                    ToolStep::Finished(TaskOutcome::Result { result }) => Ok(result),
-                    ToolStep::Finished(TaskOutcome::RpcError {
-                        code,
-                        message,
-                        data,
-                    }) => Err(RpcError {
-                        code,
-                        message,
-                        data,
-                    }),
+                    ToolStep::Finished(outcome) => answer_of(outcome),
                     // Input can only be asked of a task's requestor.
                     ToolStep::NeedsInput(message) => Ok(json!({
                         "content": [{ "type": "text", "text": message }],
@@ -372,18 +363,8 @@ impl Server {
                 Decision::ReturnResult => {
                     let record = record.expect("located");
                     return match record.outcome {
-                        Some(TaskOutcome::Result { result }) => {
-                            Ok(with_related_task(result, &record.task_id))
-                        }
-                        Some(TaskOutcome::RpcError {
-                            code,
-                            message,
-                            data,
-                        }) => Err(RpcError {
-                            code,
-                            message,
-                            data,
-                        }),
+                        Some(outcome) => answer_of(outcome)
+                            .map(|result| with_related_task(result, &record.task_id)),
                         None => Err(internal_message("a terminal task has no stored outcome")),
                     };
                 }
@@ -504,6 +485,22 @@ impl Notify for Server {
             // Progress stops at the terminal status: that change is the last one sent.
             self.send(&record.auth_key, Some(&session), message);
         }
+    }
+}
+
+/// A tool's outcome as a JSON-RPC answer: its result, or its error.
+fn answer_of(outcome: TaskOutcome) -> Result<Value, RpcError> {
+    match outcome {
+        TaskOutcome::Result { result } => Ok(result),
+        TaskOutcome::RpcError {
+            code,
+            message,
+            data,
+        } => Err(RpcError {
+            code,
+            message,
+            data,
+        }),
     }
 }
 

@@ -529,7 +529,7 @@ async function scenarioTwoTokens(connA) {
                 identicalRaw,
                 identicalModuloId
             };
-            ok = ok && rejected && identicalModuloId;
+            ok = ok && rejected && identicalRaw; // tasklatch promises byte-identical answers
         }
         const listedForB = listB.threw ? null : listB.result.tasks.some(t => t.taskId === taskId);
         ok = ok && !listB.threw && listedForB === false;
@@ -541,7 +541,7 @@ async function scenarioTwoTokens(connA) {
             ops: cmp,
             listB: listB.threw ? { error: listB.error } : { count: listB.result.tasks.length, containsAsTask: listedForB },
             ownerStillSees: stillA.threw ? { error: stillA.error } : { status: stillA.result.status },
-            note: 'errors compared after replacing each request\'s own task id with <taskId>; identicalRaw is the strict byte comparison'
+            note: 'identicalRaw (code and message equal, byte for byte) decides; identicalModuloId is shown for servers that echo the id'
         });
     } catch (e) {
         report('two-tokens', false, { taskId, error: errInfo(e) });

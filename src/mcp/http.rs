@@ -1,0 +1,484 @@
+//! The Streamable HTTP transport (MCP 2025-11-25), on axum/hyper.
+//!
+//! One endpoint, `/mcp`:
+//! - `POST` one JSON-RPC message. A request is answered with `application/json`, except a
+//!   `tasks/result` from a client that accepts `text/event-stream`: that answer is an SSE
+//!   stream that carries the session's notifications while the task works and ends with
+//!   the response. Notifications and responses get `202 Accepted`.
+//! - `GET` opens the session's notification stream (SSE): `notifications/tasks/status` and
+//!   progress for its caller's tasks.
+//! - `DELETE` ends the session.
+//!
+//! `initialize` creates a session (`Mcp-Session-Id`, 128 random bits); every later request
+//! must carry it (`400` without, `404` for one that is unknown or ended). Every request
+//! needs `Authorization: Bearer <token>`; tokens map to authorization keys in the tokens
+//! file, and a session stays bound to the key that opened it (`401` without a known token,
+//! `403` for another key's session). `Origin`, when sent, must be a loopback origin or one
+//! of the allowed ones (`403`), against DNS rebinding. Bodies above the limit get `413`,
+//! a content type other than JSON `415`; each with a JSON-RPC error body. An
+//! `Idempotency-Key` header works like `_meta["dev.tasklatch/idempotency-key"]`.
+
+use super::server::{Server, Session};
+use super::wire::{self, Incoming, RpcError, code};
+use crate::contract::Negotiated;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::Value;
+use sha2::Digest as _;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// Default largest request body.
+pub const BODY_BYTES_MAX: usize = 1024 * 1024;
+/// Sessions open at once; `initialize` beyond it gets `503`.
+pub const SESSIONS_MAX: usize = 10_000;
+
+/// Bearer tokens and the authorization keys they stand for, keyed by SHA-256 of the token
+/// (a lookup whose timing says nothing about how much of a guess matched).
+#[derive(Clone, Debug, Default)]
+pub struct Tokens {
+    by_digest: BTreeMap<[u8; 32], String>,
+}
+
+impl Tokens {
+    /// Reads a tokens file: `{"tokens": {"<token>": "<authorization key>", …}}`.
+    pub fn load(path: &Path) -> Result<Tokens, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
+        Tokens::parse(path, &text)
+    }
+
+    pub fn parse(path: &Path, text: &str) -> Result<Tokens, String> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct File {
+            tokens: BTreeMap<String, String>,
+        }
+        let file: File = serde_json::from_str(text).map_err(|error| {
+            format!(
+                "{}:{}:{}: {}",
+                path.display(),
+                error.line(),
+                error.column(),
+                crate::fixture::strip_position(&error)
+            )
+        })?;
+        if file.tokens.is_empty() {
+            return Err(format!("{}: tokens: no token given", path.display()));
+        }
+        let mut tokens = Tokens::default();
+        for (token, key) in file.tokens {
+            if token.len() < 8 {
+                return Err(format!(
+                    "{}: tokens: a token must be at least 8 characters (one for {key:?} is not)",
+                    path.display()
+                ));
+            }
+            if key.is_empty() || key.len() > 256 {
+                return Err(format!(
+                    "{}: tokens: authorization keys must be 1 to 256 bytes",
+                    path.display()
+                ));
+            }
+            tokens.insert(&token, &key);
+        }
+        Ok(tokens)
+    }
+
+    pub fn insert(&mut self, token: &str, auth_key: &str) {
+        self.by_digest.insert(
+            sha2::Sha256::digest(token.as_bytes()).into(),
+            auth_key.into(),
+        );
+    }
+
+    fn auth_key(&self, token: &str) -> Option<&str> {
+        let digest: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
+        self.by_digest.get(&digest).map(String::as_str)
+    }
+}
+
+/// Transport settings.
+#[derive(Clone, Debug)]
+pub struct HttpConfig {
+    pub tokens: Tokens,
+    /// Origins allowed besides loopback ones (`https://app.example.com`).
+    pub allowed_origins: Vec<String>,
+    pub body_bytes_max: usize,
+}
+
+struct Shared {
+    server: Arc<Server>,
+    config: HttpConfig,
+    /// Open sessions: id → authorization key.
+    sessions: Mutex<BTreeMap<String, String>>,
+}
+
+/// The `/mcp` router.
+pub fn router(server: Arc<Server>, config: HttpConfig) -> axum::Router {
+    let body_bytes_max = config.body_bytes_max;
+    let shared = Arc::new(Shared {
+        server,
+        config,
+        sessions: Mutex::new(BTreeMap::new()),
+    });
+    axum::Router::new()
+        .route("/mcp", post(on_post).get(on_get).delete(on_delete))
+        .layer(DefaultBodyLimit::max(body_bytes_max))
+        .with_state(shared)
+}
+
+/// Serves `router` on `listener` until the process ends.
+pub async fn serve(listener: tokio::net::TcpListener, router: axum::Router) -> std::io::Result<()> {
+    axum::serve(listener, router).await
+}
+
+fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
+    let body = wire::error_response(&Value::Null, &RpcError::new(code, message));
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// Who is calling, checked: origin, token, and (after initialize) the session.
+struct Caller {
+    auth_key: String,
+    session_id: Option<String>,
+}
+
+/// A request refused before it reaches the handler.
+struct Refused {
+    status: StatusCode,
+    message: &'static str,
+}
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        let mut response = rpc_error(self.status, code::INVALID_REQUEST, self.message);
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+fn refused(status: StatusCode, message: &'static str) -> Refused {
+    Refused { status, message }
+}
+
+fn check_origin(shared: &Shared, headers: &HeaderMap) -> Result<(), Refused> {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return Ok(());
+    };
+    let origin = origin.to_str().unwrap_or("");
+    let host = origin
+        .split_once("://")
+        .map(|(_, rest)| rest)
+        .unwrap_or("")
+        .trim_end_matches('/');
+    let host_only = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.split(':').next().unwrap_or(""),
+    };
+    let loopback = matches!(host_only, "localhost" | "127.0.0.1" | "::1");
+    if loopback
+        || shared
+            .config
+            .allowed_origins
+            .iter()
+            .any(|allowed| allowed == origin)
+    {
+        Ok(())
+    } else {
+        Err(refused(StatusCode::FORBIDDEN, "Origin not allowed"))
+    }
+}
+
+fn check_caller(
+    shared: &Shared,
+    headers: &HeaderMap,
+    initializing: bool,
+) -> Result<Caller, Refused> {
+    check_origin(shared, headers)?;
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(str::trim);
+    let Some(auth_key) = token.and_then(|token| shared.config.tokens.auth_key(token)) else {
+        return Err(refused(
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized: send Authorization: Bearer <token>",
+        ));
+    };
+    let session_id = headers
+        .get("mcp-session-id")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    if initializing {
+        return Ok(Caller {
+            auth_key: auth_key.to_owned(),
+            session_id: None,
+        });
+    }
+    let Some(session_id) = session_id else {
+        return Err(refused(
+            StatusCode::BAD_REQUEST,
+            "Bad request: Mcp-Session-Id header is required (initialize first)",
+        ));
+    };
+    let owner = shared
+        .sessions
+        .lock()
+        .expect("sessions")
+        .get(&session_id)
+        .cloned();
+    match owner {
+        None => Err(refused(
+            StatusCode::NOT_FOUND,
+            "Session not found: initialize again",
+        )),
+        Some(owner) if owner != auth_key => Err(refused(
+            StatusCode::FORBIDDEN,
+            "Forbidden: this session belongs to another caller",
+        )),
+        Some(_) => Ok(Caller {
+            auth_key: auth_key.to_owned(),
+            session_id: Some(session_id),
+        }),
+    }
+}
+
+fn session_of(caller: &Caller, session_id: &str, headers: &HeaderMap) -> Session {
+    Session {
+        id: session_id.to_owned(),
+        auth_key: caller.auth_key.clone(),
+        negotiated: Negotiated::FULL,
+        idempotency_header: headers
+            .get("idempotency-key")
+            .and_then(|value| value.to_str().ok())
+            .filter(|key| !key.is_empty() && key.len() <= 256)
+            .map(str::to_owned),
+    }
+}
+
+async fn on_post(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return rpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                code::INVALID_REQUEST,
+                &format!(
+                    "Request body larger than {} bytes",
+                    shared.config.body_bytes_max
+                ),
+            );
+        }
+        Err(rejection) => {
+            return rpc_error(
+                rejection.status(),
+                code::INVALID_REQUEST,
+                &rejection.body_text(),
+            );
+        }
+    };
+    let json_content = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    if !json_content {
+        return rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            code::INVALID_REQUEST,
+            "Content-Type must be application/json",
+        );
+    }
+    let incoming = match std::str::from_utf8(&body)
+        .map_err(|_| {
+            wire::error_response(
+                &Value::Null,
+                &RpcError::new(code::PARSE_ERROR, "Parse error: the body is not UTF-8"),
+            )
+        })
+        .and_then(wire::parse)
+    {
+        Ok(incoming) => incoming,
+        // Malformed messages are JSON-RPC errors (HTTP 400), before any authentication
+        // detail is revealed beyond that.
+        Err(error) => {
+            if let Err(refusal) = check_caller(&shared, &headers, true) {
+                return refusal.into_response();
+            }
+            return (
+                StatusCode::BAD_REQUEST,
+                [(header::CONTENT_TYPE, "application/json")],
+                error.to_string(),
+            )
+                .into_response();
+        }
+    };
+    let initializing =
+        matches!(&incoming, Incoming::Request { method, .. } if method == "initialize");
+    let caller = match check_caller(&shared, &headers, initializing) {
+        Ok(caller) => caller,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let session_id = match &caller.session_id {
+        Some(id) => id.clone(),
+        None => {
+            let mut sessions = shared.sessions.lock().expect("sessions");
+            if sessions.len() >= SESSIONS_MAX {
+                return rpc_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    code::INTERNAL_ERROR,
+                    "Too many open sessions",
+                );
+            }
+            let id = format!(
+                "{:016x}{:016x}",
+                shared.server.env.random_u64(),
+                shared.server.env.random_u64()
+            );
+            sessions.insert(id.clone(), caller.auth_key.clone());
+            id
+        }
+    };
+    let session = session_of(&caller, &session_id, &headers);
+    let wants_stream = headers
+        .get(header::ACCEPT)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|accept| accept.contains("text/event-stream"));
+    let streams = wants_stream
+        && matches!(&incoming, Incoming::Request { method, .. } if method == "tasks/result");
+    let mut response = match incoming {
+        Incoming::Notification { .. } | Incoming::Response => {
+            shared.server.handle(&session, incoming).await;
+            StatusCode::ACCEPTED.into_response()
+        }
+        incoming if streams => result_stream(shared.clone(), session, incoming),
+        incoming => {
+            let answer = shared
+                .server
+                .handle(&session, incoming)
+                .await
+                .unwrap_or(Value::Null);
+            (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "application/json")],
+                answer.to_string(),
+            )
+                .into_response()
+        }
+    };
+    if let Ok(value) = HeaderValue::from_str(&session_id) {
+        response.headers_mut().insert("mcp-session-id", value);
+    }
+    response
+}
+
+/// An SSE answer to `tasks/result`: the session's notifications while the task works,
+/// then the response, then the end of the stream.
+fn result_stream(shared: Arc<Shared>, session: Session, incoming: Incoming) -> Response {
+    let (send, receive) =
+        tokio::sync::mpsc::channel::<Value>(shared.server.config.notifications_queued_max);
+    // A per-request subscription, so this stream sees its session's notifications.
+    let stream_session = Session {
+        id: format!(
+            "{}/result-{:016x}",
+            session.id,
+            shared.server.env.random_u64()
+        ),
+        ..session.clone()
+    };
+    shared.server.subscribe(&stream_session, send.clone());
+    let server = shared.server.clone();
+    tokio::spawn(async move {
+        let answer = server
+            .handle(&session, incoming)
+            .await
+            .unwrap_or(Value::Null);
+        server.unsubscribe(&stream_session.id);
+        // The receiver may be gone (client disconnected): nothing to do then.
+        let _ = send.send(answer).await;
+    });
+    sse_response(receive, true)
+}
+
+/// Frames messages from `receive` as SSE events; with `until_response`, the stream ends
+/// after the first message that is a response (has an `id`).
+fn sse_response(receive: tokio::sync::mpsc::Receiver<Value>, until_response: bool) -> Response {
+    let stream =
+        futures_util::stream::unfold((receive, false), move |(mut receive, done)| async move {
+            if done {
+                return None;
+            }
+            let message = receive.recv().await?;
+            let last = until_response && message.get("id").is_some();
+            let event = format!("event: message\ndata: {message}\n\n");
+            Some((
+                Ok::<_, std::convert::Infallible>(Bytes::from(event)),
+                (receive, last),
+            ))
+        });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(stream))
+        .expect("a valid response")
+}
+
+async fn on_get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let caller = match check_caller(&shared, &headers, false) {
+        Ok(caller) => caller,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let accepts_stream = headers
+        .get(header::ACCEPT)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|accept| accept.contains("text/event-stream"));
+    if !accepts_stream {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            code::INVALID_REQUEST,
+            "GET opens an event stream: Accept: text/event-stream",
+        );
+    }
+    let session_id = caller.session_id.clone().expect("checked above");
+    let (send, receive) =
+        tokio::sync::mpsc::channel::<Value>(shared.server.config.notifications_queued_max);
+    // One notification stream per session: a new GET replaces the old one.
+    shared
+        .server
+        .subscribe(&session_of(&caller, &session_id, &headers), send);
+    sse_response(receive, false)
+}
+
+async fn on_delete(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let caller = match check_caller(&shared, &headers, false) {
+        Ok(caller) => caller,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let session_id = caller.session_id.expect("checked above");
+    shared
+        .sessions
+        .lock()
+        .expect("sessions")
+        .remove(&session_id);
+    shared.server.unsubscribe(&session_id);
+    StatusCode::NO_CONTENT.into_response()
+}

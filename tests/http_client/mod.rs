@@ -1,0 +1,150 @@
+//! A minimal HTTP/1.1 client for the transport tests: one request per connection
+//! (`Connection: close`), the raw status, headers and body back. No client crate: the
+//! tests need malformed and oversized requests that a well-behaved client refuses to send.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// The body as JSON; an SSE body yields its last event's data.
+    pub fn json(&self) -> serde_json::Value {
+        let text = if self
+            .header("content-type")
+            .is_some_and(|kind| kind.starts_with("text/event-stream"))
+        {
+            self.body
+                .lines()
+                .rev()
+                .find_map(|line| line.strip_prefix("data: "))
+                .unwrap_or("")
+                .to_owned()
+        } else {
+            self.body.clone()
+        };
+        serde_json::from_str(&text).unwrap_or_else(|error| panic!("{error}: {text:?}"))
+    }
+}
+
+/// Sends `method path` with `headers` and `body` to `address` (host:port).
+pub fn request(
+    address: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<Reply> {
+    let mut stream = TcpStream::connect(address)?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
+    // A server may answer (413) and close before reading a large body: not an error here.
+    let _ = stream.write_all(body);
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(key, value)| (key.trim().to_owned(), value.trim().to_owned()))
+        .collect();
+    let chunked = headers.iter().any(|(key, value)| {
+        key.eq_ignore_ascii_case("transfer-encoding") && value.contains("chunked")
+    });
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    Ok(Reply {
+        status,
+        headers,
+        body,
+    })
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = rest[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// A JSON-RPC POST to `/mcp` with a bearer token and, after initialize, a session.
+pub fn rpc(
+    address: &str,
+    token: &str,
+    session: Option<&str>,
+    message: &serde_json::Value,
+) -> std::io::Result<Reply> {
+    let bearer = format!("Bearer {token}");
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("Authorization", bearer.as_str()),
+    ];
+    if let Some(session) = session {
+        headers.push(("Mcp-Session-Id", session));
+    }
+    request(
+        address,
+        "POST",
+        "/mcp",
+        &headers,
+        message.to_string().as_bytes(),
+    )
+}
+
+/// Initializes a session; returns its id.
+pub fn initialize(address: &str, token: &str) -> std::io::Result<String> {
+    let reply = rpc(
+        address,
+        token,
+        None,
+        &serde_json::json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "test", "version": "1" } }
+        }),
+    )?;
+    reply
+        .header("mcp-session-id")
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            std::io::Error::other(format!("no session id: {} {}", reply.status, reply.body))
+        })
+}
