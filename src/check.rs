@@ -103,9 +103,12 @@ pub enum ClientResult {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Revealed {
     pub task_id: String,
+    /// The owner, when the answer says (a store answer does; the MCP wire never does).
+    /// Empty otherwise: the oracle takes the owner from the store's creation fact anyway.
     pub auth_key: String,
     pub status: TaskStatus,
-    pub version: u64,
+    /// `None` when the answer carries no version (a `tasks/list` entry on the wire).
+    pub version: Option<u64>,
     /// For `tasks/result`: the payload returned.
     pub outcome: Option<TaskOutcome>,
 }
@@ -136,6 +139,9 @@ pub struct CheckContext {
     /// Set when the run had a liveness phase that ended at this time: every accepted,
     /// unexpired task must be terminal by then (I8).
     pub liveness_deadline_ms: Option<u64>,
+    /// The clients spoke MCP: every `tasks/result` answer must carry
+    /// `_meta["io.modelcontextprotocol/related-task"]` naming its task (I9).
+    pub wire: bool,
 }
 
 /// Checks every invariant; returns all violations found (empty: the history is clean).
@@ -336,6 +342,18 @@ fn check_task(
                     vec![index],
                 ));
             }
+            if context.wire
+                && let Some(TaskOutcome::Result { result }) = &seen.outcome
+                && result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"]
+                    != serde_json::Value::String(task_id.to_owned())
+            {
+                out.push(violation(
+                    "I9",
+                    task_id,
+                    "tasks/result answered without the related-task _meta naming its task".into(),
+                    vec![index],
+                ));
+            }
         }
     }
     // I10: no notification contradicts a later read: a later read is at least as new, and
@@ -356,13 +374,16 @@ fn check_task(
                 continue;
             };
             for seen in revealed.iter().filter(|seen| seen.task_id == task_id) {
-                if seen.version < *version || (seen.version == *version && seen.status != *status) {
+                let Some(seen_version) = seen.version else {
+                    continue;
+                };
+                if seen_version < *version || (seen_version == *version && seen.status != *status) {
                     out.push(violation(
                         "I10",
                         task_id,
                         format!(
-                            "notified {status} v{version}, later read {} v{}",
-                            seen.status, seen.version
+                            "notified {status} v{version}, later read {} v{seen_version}",
+                            seen.status
                         ),
                         vec![notice, index],
                     ));
@@ -428,6 +449,18 @@ fn check_clients(history: &[Event], out: &mut Vec<Violation>) {
             _ => None,
         })
         .collect();
+    let owners: BTreeMap<&str, &str> = history
+        .iter()
+        .filter_map(|event| match event {
+            Event::Applied {
+                task_id,
+                auth_key,
+                kind: AppliedKind::Create,
+                ..
+            } => Some((task_id.as_str(), auth_key.as_str())),
+            _ => None,
+        })
+        .collect();
     // (caller, key) → (digest, task id, event) of the admission currently holding the key.
     let mut admitted: BTreeMap<(&str, &str), (&str, &str, usize)> = BTreeMap::new();
     for (index, event) in history.iter().enumerate() {
@@ -441,13 +474,18 @@ fn check_clients(history: &[Event], out: &mut Vec<Violation>) {
         else {
             continue;
         };
-        // I4: nothing another tenant owns is ever revealed to this caller.
+        // I4: nothing another tenant owns is ever revealed to this caller. The owner is
+        // the store's creation fact; an answer's own claim only where no fact exists.
         for seen in revealed {
-            if seen.auth_key != *caller {
+            let owner = owners
+                .get(seen.task_id.as_str())
+                .copied()
+                .unwrap_or(seen.auth_key.as_str());
+            if !owner.is_empty() && owner != caller {
                 out.push(violation(
                     "I4",
                     &seen.task_id,
-                    format!("{caller} was shown a task of {}", seen.auth_key),
+                    format!("{caller} was shown a task of {owner}"),
                     vec![index],
                 ));
             }

@@ -38,7 +38,7 @@ fn create(task_id: &str, key: &str, digest: &str, decision: Decision, at_ms: u64
                 task_id: task_id.into(),
                 auth_key: "a".into(),
                 status: TaskStatus::Working,
-                version: 1,
+                version: Some(1),
                 outcome: None,
             }],
         },
@@ -179,6 +179,7 @@ fn liveness_names_tasks_left_unfinished() {
     )];
     let context = CheckContext {
         liveness_deadline_ms: Some(500),
+        wire: false,
     };
     let violations = check(&history, &context);
     assert_eq!(
@@ -186,4 +187,89 @@ fn liveness_names_tasks_left_unfinished() {
         ["I8"]
     );
     assert_eq!(violations[0].task_id, "t1");
+}
+
+/// A `tasks/result` answer of `payload` for task t1, completed, as the wire showed it.
+fn result_read(payload: serde_json::Value) -> Event {
+    Event::Client {
+        client: "c".into(),
+        caller: "a".into(),
+        op: ClientOp::Result {
+            task_id: "t1".into(),
+        },
+        result: ClientResult::Ok {
+            decision: Decision::ReturnResult,
+            revealed: vec![Revealed {
+                task_id: "t1".into(),
+                auth_key: String::new(),
+                status: TaskStatus::Completed,
+                version: None,
+                outcome: Some(tasklatch::contract::TaskOutcome::Result { result: payload }),
+            }],
+        },
+        at_ms: 40,
+    }
+}
+
+#[test]
+fn on_the_wire_a_result_must_name_its_task() {
+    let wire = CheckContext {
+        liveness_deadline_ms: None,
+        wire: true,
+    };
+    let content = serde_json::json!([{ "type": "text", "text": "done" }]);
+    let base = [applied(
+        "t1",
+        AppliedKind::Create,
+        None,
+        1,
+        TaskStatus::Working,
+        10,
+    )];
+    let named = serde_json::json!({
+        "content": content, "isError": false,
+        "_meta": { "io.modelcontextprotocol/related-task": { "taskId": "t1" } }
+    });
+    let unnamed = serde_json::json!({ "content": content, "isError": false });
+    let misnamed = serde_json::json!({
+        "content": content, "isError": false,
+        "_meta": { "io.modelcontextprotocol/related-task": { "taskId": "t2" } }
+    });
+    let judge = |payload: serde_json::Value, context: &CheckContext| {
+        let mut history = base.to_vec();
+        history.push(result_read(payload));
+        check(&history, context)
+            .iter()
+            .map(|v| v.invariant)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(judge(named, &wire), Vec::<&str>::new());
+    assert_eq!(judge(unnamed.clone(), &wire), vec!["I9"]);
+    assert_eq!(judge(misnamed, &wire), vec!["I9"]);
+    // At the store boundary (no wire) the payload carries no _meta, and that is fine.
+    assert_eq!(judge(unnamed, &CheckContext::default()), Vec::<&str>::new());
+}
+
+#[test]
+fn the_owner_is_the_creation_fact_not_the_answer() {
+    // The wire names no owner; the creation fact says t1 is a's, and b was shown it.
+    let mut shown_to_b = create("t1", "k", "d1", Decision::AcceptTask, 20);
+    if let Event::Client {
+        caller,
+        result: ClientResult::Ok { revealed, .. },
+        ..
+    } = &mut shown_to_b
+    {
+        *caller = "b".into();
+        revealed[0].auth_key = String::new();
+    }
+    let history = [
+        applied("t1", AppliedKind::Create, None, 1, TaskStatus::Working, 10),
+        shown_to_b,
+    ];
+    assert!(
+        invariants(&history).contains(&"I4"),
+        "{:?}",
+        invariants(&history)
+    );
 }

@@ -219,8 +219,14 @@ async fn a_task_runs_its_lifecycle_in_the_exact_shapes() {
     );
     let done = wait_status(server, &a, &task_id, "completed").await;
     assert!(
-        done.get("_meta").is_none(),
+        done["_meta"]
+            .get("io.modelcontextprotocol/related-task")
+            .is_none(),
         "tasks/get carries no related-task _meta"
+    );
+    assert_eq!(
+        done["_meta"]["dev.tasklatch/version"], 2,
+        "created, then completed"
     );
 
     // Cancelling a terminal task is refused with its status named.

@@ -33,6 +33,11 @@
 //! `_meta["io.modelcontextprotocol/related-task"]`, or the stored JSON-RPC error.
 //! Idempotent creation: `_meta["dev.tasklatch/idempotency-key"]` (or the HTTP
 //! `Idempotency-Key` header) binds a key to the request's digest, per caller.
+//! `tasks/get`, `tasks/cancel` and `CreateTaskResult` answers carry the task's version as
+//! `_meta["dev.tasklatch/version"]` (+1 per change), so a reader can order what it saw.
+//!
+//! The simulation's clients speak to [`server::Server`] too (JSON-RPC text, in memory), so
+//! every madsim run also exercises this layer and its oracle judges what the wire showed.
 
 pub mod http;
 pub mod server;

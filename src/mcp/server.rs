@@ -7,7 +7,7 @@
 //! only maps them to the wire. "Not yours", "does not exist" and "expired for someone
 //! else" are one answer, byte for byte: a task id proves nothing.
 
-use super::tools::{ExampleTools, ToolSpec};
+use super::tools::{Catalog, ToolSpec};
 use super::wire::{self, Incoming, RpcError, code};
 use crate::contract::{Decision, Negotiated, TaskOutcome, TaskRecord};
 use crate::runtime::{Env, Notify, ToolStep};
@@ -15,6 +15,9 @@ use crate::store::{CreateCommand, ListQuery, StoreError, TaskStore, WrappedReque
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+
+/// The message of a `-32603` caused by the store (the operation did not happen).
+pub const STORE_UNAVAILABLE: &str = "Internal error: the task store is unavailable";
 
 /// Server-wide settings.
 #[derive(Clone, Debug)]
@@ -35,6 +38,8 @@ pub struct ServerConfig {
     /// Notifications queued per session before new ones are dropped (they are hints: the
     /// store is the truth, and clients poll).
     pub notifications_queued_max: usize,
+    /// Write store errors to stderr (the caller only ever sees a generic `-32603`).
+    pub log_store_errors: bool,
 }
 
 impl Default for ServerConfig {
@@ -48,6 +53,7 @@ impl Default for ServerConfig {
             result_recheck_ms: 250,
             list_page: 50,
             notifications_queued_max: 1_024,
+            log_store_errors: true,
         }
     }
 }
@@ -83,7 +89,7 @@ struct ProgressWatch {
 /// The handler shared by every session and transport.
 pub struct Server {
     pub store: Arc<dyn TaskStore>,
-    pub tools: Arc<ExampleTools>,
+    pub tools: Arc<dyn Catalog>,
     pub env: Arc<dyn Env>,
     pub config: ServerConfig,
     specs: Vec<ToolSpec>,
@@ -96,16 +102,16 @@ pub struct Server {
 impl Server {
     pub fn new(
         store: Arc<dyn TaskStore>,
-        tools: Arc<ExampleTools>,
+        tools: Arc<dyn Catalog>,
         env: Arc<dyn Env>,
         config: ServerConfig,
     ) -> Server {
         Server {
+            specs: tools.specs(),
             store,
             tools,
             env,
             config,
-            specs: ExampleTools::specs(),
             changed: tokio::sync::Notify::new(),
             subscribers: Mutex::new(BTreeMap::new()),
             progress: Mutex::new(BTreeMap::new()),
@@ -253,7 +259,7 @@ impl Server {
                 )));
             }
         };
-        ExampleTools::validate(name, &arguments)?;
+        self.tools.validate(name, &arguments)?;
         let now_ms = self.env.now_ms();
         let ttl_ms = requested_ttl_ms
             .or(self.config.ttl_ms_default)
@@ -275,7 +281,10 @@ impl Server {
             correlation_id: self.new_id(),
             now_ms,
         };
-        let answer = self.store.create(&command).map_err(internal)?;
+        let answer = self
+            .store
+            .create(&command)
+            .map_err(|error| self.internal(error))?;
         match answer.decision {
             Decision::AcceptTask | Decision::ReplayTask => {
                 let record = answer.record.ok_or_else(|| {
@@ -293,7 +302,7 @@ impl Server {
                         },
                     );
                 }
-                Ok(json!({ "task": wire::task_json(&record) }))
+                Ok(wire::create_task_result_json(&record))
             }
             Decision::AcceptNormal => {
                 match self.tools.call(name, arguments, None).await {
@@ -331,10 +340,13 @@ impl Server {
 
     fn get(&self, session: &Session, params: &Map<String, Value>) -> Result<Value, RpcError> {
         let task_id = wire::required_string(params, "taskId")?;
-        let record = self.store.read(task_id).map_err(internal)?;
+        let record = self
+            .store
+            .read(task_id)
+            .map_err(|error| self.internal(error))?;
         let now_ms = self.env.now_ms();
         match crate::contract::guard_get(&session.auth_key, record.as_ref(), now_ms) {
-            Decision::ReturnStatus => Ok(wire::task_json(record.as_ref().expect("located"))),
+            Decision::ReturnStatus => Ok(wire::task_result_json(record.as_ref().expect("located"))),
             other => Err(refusal(other)),
         }
     }
@@ -348,7 +360,10 @@ impl Server {
         loop {
             // Registered before reading, so a change between the read and the wait wakes it.
             let changed = self.changed.notified();
-            let record = self.store.read(task_id).map_err(internal)?;
+            let record = self
+                .store
+                .read(task_id)
+                .map_err(|error| self.internal(error))?;
             let now_ms = self.env.now_ms();
             match crate::contract::guard_result(&session.auth_key, record.as_ref(), now_ms) {
                 Decision::WaitTerminal | Decision::WaitInput => {
@@ -386,11 +401,11 @@ impl Server {
         let answer = self
             .store
             .cancel(session.negotiated, &session.auth_key, task_id, now_ms)
-            .map_err(internal)?;
+            .map_err(|error| self.internal(error))?;
         match (answer.decision, answer.record) {
             (Decision::ApplyCancel, Some(record)) => {
                 self.status_changed(&record);
-                Ok(wire::task_json(&record))
+                Ok(wire::task_result_json(&record))
             }
             (Decision::AlreadyTerminal, Some(record)) => Err(RpcError::invalid_params(format!(
                 "Cannot cancel task: already in terminal status '{}'",
@@ -415,7 +430,7 @@ impl Server {
                 limit: self.config.list_page,
                 now_ms: self.env.now_ms(),
             })
-            .map_err(internal)?;
+            .map_err(|error| self.internal(error))?;
         match page.decision {
             Decision::ListTenantFiltered => {
                 let mut result = json!({
@@ -433,6 +448,15 @@ impl Server {
             Decision::BlockBadCursor => Err(RpcError::invalid_params("Invalid cursor")),
             other => Err(unexpected(other)),
         }
+    }
+
+    /// A store failure as the caller sees it; the cause goes to the log, not to the
+    /// caller (it may name paths or hosts).
+    fn internal(&self, error: StoreError) -> RpcError {
+        if self.config.log_store_errors {
+            eprintln!("tasklatch: store error: {error}");
+        }
+        internal_message(STORE_UNAVAILABLE)
     }
 
     /// A fresh 128-bit random id, hex.
@@ -539,12 +563,6 @@ fn refusal(decision: Decision) -> RpcError {
 
 fn unexpected(decision: Decision) -> RpcError {
     internal_message(&format!("unexpected decision {}", decision.code()))
-}
-
-fn internal(error: StoreError) -> RpcError {
-    // The cause goes to the log, not to the caller (it may name paths or hosts).
-    eprintln!("tasklatch: store error: {error}");
-    internal_message("Internal error: the task store is unavailable")
 }
 
 fn internal_message(message: &str) -> RpcError {

@@ -40,6 +40,22 @@ impl ToolSpec {
     }
 }
 
+/// The tools a server offers: what `tools/list` shows, how arguments are checked before
+/// anything is admitted, and how a tool runs when called without a task. (Tasks run in
+/// the runtime's workers, through [`crate::runtime::Tools`].)
+pub trait Catalog: Send + Sync {
+    fn specs(&self) -> Vec<ToolSpec>;
+    /// Checks a call's arguments; the error names the argument.
+    fn validate(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), RpcError>;
+    /// Runs a tool synchronously (`task_id: None`) or for a task.
+    fn call(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        task_id: Option<String>,
+    ) -> BoxFuture<'static, ToolStep>;
+}
+
 /// Longest an export may be asked to work.
 pub const EXPORT_DELAY_MS_MAX: u64 = 600_000;
 /// How often a working export looks for its cancellation.
@@ -52,8 +68,8 @@ pub struct ExampleTools {
     pub env: Arc<dyn Env>,
 }
 
-impl ExampleTools {
-    pub fn specs() -> Vec<ToolSpec> {
+impl Catalog for ExampleTools {
+    fn specs(&self) -> Vec<ToolSpec> {
         vec![
             ToolSpec {
                 name: "export",
@@ -97,7 +113,7 @@ impl ExampleTools {
     }
 
     /// Checks a call's arguments against the tool; the error names the argument.
-    pub fn validate(name: &str, arguments: &Map<String, Value>) -> Result<(), RpcError> {
+    fn validate(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), RpcError> {
         let bad = |message: String| Err(RpcError::invalid_params(message));
         let allowed: &[&str] = match name {
             "export" => &["name", "rows", "delay_ms"],
@@ -150,8 +166,7 @@ impl ExampleTools {
         Ok(())
     }
 
-    /// Runs a tool. `task_id` names the task it runs for (`None`: a synchronous call).
-    pub fn call(
+    fn call(
         &self,
         name: &str,
         arguments: Map<String, Value>,

@@ -15,6 +15,11 @@ pub const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-
 /// `_meta` key tying a message to its task (`tasks/result` answers carry it).
 pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
+/// `_meta` key carrying the task's version on `tasks/get`, `tasks/cancel` and
+/// `CreateTaskResult` answers (a result's `_meta` is open): it grows by one per change, so
+/// a reader can order what it saw (the simulation's oracle does).
+pub const VERSION_META: &str = "dev.tasklatch/version";
+
 /// `_meta` key of tasklatch's idempotency key (the protocol has none of its own).
 pub const IDEMPOTENCY_KEY: &str = "dev.tasklatch/idempotency-key";
 
@@ -175,6 +180,18 @@ pub fn task_json(record: &TaskRecord) -> Value {
         task["pollInterval"] = json!(poll);
     }
     task
+}
+
+/// A `tasks/get` or `tasks/cancel` result: the task flattened, with its version in `_meta`.
+pub fn task_result_json(record: &TaskRecord) -> Value {
+    let mut task = task_json(record);
+    task["_meta"] = json!({ VERSION_META: record.version });
+    task
+}
+
+/// A `CreateTaskResult`: the task nested under `task`, its version in `_meta`.
+pub fn create_task_result_json(record: &TaskRecord) -> Value {
+    json!({ "task": task_json(record), "_meta": { VERSION_META: record.version } })
 }
 
 /// The record's message, or a default one for statuses a reader should be told about.

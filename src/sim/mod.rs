@@ -1,5 +1,6 @@
 //! The deterministic simulation: the real runtime, store and tools run as madsim nodes,
-//! with kills injected at the runtime's named points, judged by [`crate::check`].
+//! with kills injected at the runtime's named points, judged by [`crate::check`]. Its
+//! clients speak MCP to the same [`crate::mcp::Server`] handler `tasklatch serve` runs.
 //!
 //! Only built with `--features sim` (which needs `--cfg madsim`, see the crate docs).
 //! Everything here is deterministic for a seed: madsim's clock and generator, BTreeMaps,

@@ -8,6 +8,10 @@ use crate::check::{
     self, AppliedKind, CheckContext, ClientOp, ClientResult, Event, Revealed, Violation,
 };
 use crate::contract::{Decision, Negotiated, TaskOutcome, TaskRecord, TaskStatus, TaskSupport};
+use crate::mcp::server::STORE_UNAVAILABLE;
+use crate::mcp::tools::{Catalog, ToolSpec};
+use crate::mcp::wire::{self, RpcError};
+use crate::mcp::{Server, ServerConfig, Session};
 use crate::runtime::{
     BoxFuture, Delivery, Env, Invocation, MemoryQueue, Message, Notify, Point, Probe, Queue,
     QueueError, Receipt, Runtime, RuntimeConfig, ToolStep, Tools,
@@ -695,6 +699,8 @@ struct Shared {
     sweep_arrivals: Arc<std::sync::atomic::AtomicU64>,
     /// Task ids clients were given, for cross-tenant probing.
     known: Mutex<Vec<String>>,
+    /// The MCP handler the clients speak to.
+    server: Arc<Server>,
 }
 
 impl Shared {
@@ -765,11 +771,74 @@ fn runtime_node(handle: &Handle, shared: &Arc<Shared>, name: String, role: Role)
     node
 }
 
-/// A client: creates its tenant's tasks (retrying lost answers with the same key), polls
-/// them at their poll interval with jitter, sometimes cancels, fetches results, lists.
+/// What the server answered a client's request.
+enum Reply {
+    Result(serde_json::Value),
+    Error {
+        code: i64,
+        message: String,
+        data: serde_json::Value,
+    },
+    /// `-32603` because the store could not be reached: nothing happened.
+    Unavailable,
+}
+
+/// One JSON-RPC request through the MCP handler `tasklatch serve` runs, sent as text (the
+/// handler parses it as a transport would hand it over), answered as the JSON a transport
+/// would write.
+async fn rpc(server: &Server, session: &Session, method: &str, params: serde_json::Value) -> Reply {
+    let request = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+    let answer = server
+        .handle_text(session, &request.to_string())
+        .await
+        .expect("a request is answered");
+    if let Some(result) = answer.get("result") {
+        return Reply::Result(result.clone());
+    }
+    let error = &answer["error"];
+    let code = error["code"].as_i64().unwrap_or_default();
+    let message = error["message"].as_str().unwrap_or_default().to_owned();
+    if code == wire::code::INTERNAL_ERROR && message == STORE_UNAVAILABLE {
+        return Reply::Unavailable;
+    }
+    Reply::Error {
+        code,
+        message,
+        data: error.get("data").cloned().unwrap_or_default(),
+    }
+}
+
+/// A wire `Task` object as the oracle reads it. The wire never names the owner; the
+/// version comes from tasklatch's `_meta` where the answer carries it.
+fn revealed_of_wire(task: &serde_json::Value, version: Option<u64>) -> Option<Revealed> {
+    Some(Revealed {
+        task_id: task["taskId"].as_str()?.to_owned(),
+        auth_key: String::new(),
+        status: serde_json::from_value(task["status"].clone()).ok()?,
+        version,
+        outcome: None,
+    })
+}
+
+fn version_meta(value: &serde_json::Value) -> Option<u64> {
+    value["_meta"][wire::VERSION_META].as_u64()
+}
+
+/// A client: speaks MCP to the server (JSON-RPC in memory, through the same handler
+/// `tasklatch serve` runs). It creates its tenant's tasks (retrying lost answers with the
+/// same idempotency key), polls them at their poll interval with jitter, sometimes cancels,
+/// fetches results, lists. Answering a task's question is the one step outside the wire:
+/// the server-side effect of an elicitation answer, applied to the store directly.
 async fn client(shared: Arc<Shared>, tenant: usize) {
     let caller = format!("tenant-{tenant}/user");
     let client_name = format!("client-{tenant}");
+    let session = Session {
+        id: client_name.clone(),
+        auth_key: caller.clone(),
+        negotiated: Negotiated::FULL,
+        idempotency_header: None,
+    };
+    let server = shared.server.clone();
     let record = |op: ClientOp, result: ClientResult| {
         shared.history.push(Event::Client {
             client: client_name.clone(),
@@ -779,106 +848,100 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
             at_ms: SimEnv.now_ms(),
         });
     };
-    let revealed =
-        |answer: &Answer| -> Vec<Revealed> { answer.record.iter().map(revealed_of).collect() };
-    // What a `tasks/result` answer shows: the record with its stored outcome.
-    let revealed_result = |answer: &Answer| -> Vec<Revealed> {
-        let mut shown = revealed(answer);
-        for (seen, record) in shown.iter_mut().zip(&answer.record) {
-            seen.outcome = record.outcome.clone();
-        }
-        shown
+    let answered = |op: ClientOp, decision: Decision, revealed: Vec<Revealed>| {
+        record(op, ClientResult::Ok { decision, revealed });
     };
-    // Records an answered operation with what the answer showed.
-    let answered = |op: ClientOp, answer: &Answer| {
-        let revealed = match op {
-            ClientOp::Result { .. } => revealed_result(answer),
-            _ => revealed(answer),
-        };
-        record(
-            op,
-            ClientResult::Ok {
-                decision: answer.decision,
-                revealed,
-            },
-        );
-    };
-    // A task-augmented `tools/call` under `key`, as this client sends it; `digest` is the
-    // request's, taken once by the caller (a create may be retried several times).
-    let create = |request: &WrappedRequest, digest: &str, key: &str| {
-        let task_id = format!("{:032x}", madsim::rand::random::<u128>());
-        let answer = shared.store.create(&CreateCommand {
-            caller: caller.clone(),
-            negotiated: Negotiated::FULL,
-            task_support: TaskSupport::Optional,
-            task_requested: true,
-            idempotency_key: Some(key.to_owned()),
-            request: request.clone(),
-            ttl_ms: shared.scenario.ttl_ms,
-            poll_interval_ms: Some(shared.scenario.poll_interval_ms),
-            task_id,
-            correlation_id: key.to_owned(),
-            now_ms: SimEnv.now_ms(),
-        });
-        let op = ClientOp::Create {
-            idempotency_key: Some(key.to_owned()),
-            digest: digest.to_owned(),
-        };
-        (op, answer)
+    // The last status each task showed this client (what a `tasks/result` answer is for).
+    let mut last_status: BTreeMap<String, TaskStatus> = BTreeMap::new();
+    let task_params = match shared.scenario.ttl_ms {
+        Some(ttl) => json!({ "ttl": ttl }),
+        None => json!({}),
     };
     let mut mine: Vec<String> = Vec::new();
     for n in 0..shared.scenario.tasks_per_tenant {
         let key = format!("{caller}#{n}");
-        let request = WrappedRequest {
-            method: "tools/call".into(),
-            name: "export".into(),
-            arguments: Some(json!({ "tenant": tenant, "n": n })),
+        let arguments = json!({ "tenant": tenant, "n": n });
+        // A task-augmented `tools/call` under `key`; the digest is the server's own.
+        let create = |arguments: &serde_json::Value| {
+            let digest = WrappedRequest {
+                method: "tools/call".into(),
+                name: "export".into(),
+                arguments: Some(arguments.clone()),
+            }
+            .digest();
+            let op = ClientOp::Create {
+                idempotency_key: Some(key.clone()),
+                digest: digest.as_str().to_owned(),
+            };
+            let params = json!({
+                "name": "export",
+                "arguments": arguments,
+                "task": task_params,
+                "_meta": { wire::IDEMPOTENCY_KEY: key },
+            });
+            (op, params)
         };
-        let digest = request.digest();
         // Create, retrying a lost answer with the same key (bounded).
         for _attempt in 0..5 {
             madsim::time::sleep(Duration::from_millis(
                 1 + madsim::rand::random::<u64>() % 20,
             ))
             .await;
-            let (op, answer) = create(&request, digest.as_str(), &key);
+            let (op, params) = create(&arguments);
+            let reply = rpc(&server, &session, "tools/call", params).await;
             let lost = madsim::rand::random::<u64>() % 100 < shared.knobs.lost_response_percent;
-            match answer {
-                Ok(_) if lost => {
+            match reply {
+                Reply::Unavailable => record(op, ClientResult::Fail),
+                _ if lost => {
                     shared.history.mark("lost-response");
                     record(op, ClientResult::Indeterminate);
                 }
-                Ok(answer) => {
-                    if let Some(record) = &answer.record {
-                        mine.push(record.task_id.clone());
+                Reply::Result(result) => {
+                    let revealed: Vec<Revealed> =
+                        revealed_of_wire(&result["task"], version_meta(&result))
+                            .into_iter()
+                            .collect();
+                    for task in &revealed {
+                        mine.push(task.task_id.clone());
                         shared
                             .known
                             .lock()
                             .expect("known tasks")
-                            .push(record.task_id.clone());
+                            .push(task.task_id.clone());
                     }
-                    answered(op, &answer);
+                    answered(op, Decision::AcceptTask, revealed);
                     break;
                 }
-                Err(_) => record(op, ClientResult::Fail),
+                Reply::Error { .. } => {
+                    record(op, ClientResult::Fail);
+                    break;
+                }
             }
         }
         // A buggy client reuses the key for another request: it must be refused.
         if madsim::rand::random::<u64>() % 100 < shared.knobs.key_reuse_percent {
-            let altered = WrappedRequest {
-                arguments: Some(json!({ "tenant": tenant, "n": n, "altered": true })),
-                ..request.clone()
-            };
-            if let (op, Ok(answer)) = create(&altered, altered.digest().as_str(), &key) {
-                if answer.decision == Decision::BlockIdempotencyCollision {
+            let altered = json!({ "tenant": tenant, "n": n, "altered": true });
+            let (op, params) = create(&altered);
+            match rpc(&server, &session, "tools/call", params).await {
+                Reply::Result(result) => answered(
+                    op,
+                    Decision::AcceptTask,
+                    revealed_of_wire(&result["task"], version_meta(&result))
+                        .into_iter()
+                        .collect(),
+                ),
+                Reply::Error { code, message, .. }
+                    if code == wire::code::INVALID_PARAMS
+                        && message.starts_with("Idempotency key") =>
+                {
                     shared.history.mark("idempotency-collision-refused");
+                    answered(op, Decision::BlockIdempotencyCollision, Vec::new());
                 }
-                answered(op, &answer);
+                Reply::Error { .. } | Reply::Unavailable => record(op, ClientResult::Fail),
             }
         }
     }
     let mine_set: std::collections::BTreeSet<String> = mine.iter().cloned().collect();
-    // Poll each task until terminal (or expired), with the poll interval and jitter.
     let interval = shared.scenario.poll_interval_ms;
     // Poll each known task; then list, and adopt any own task the client never heard
     // of (every create answer lost): anything it can get, it can find by listing.
@@ -904,22 +967,25 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
                         ))
                         .await;
                     }
-                    let Ok(answer) =
-                        shared
-                            .store
-                            .cancel(Negotiated::FULL, &caller, &task_id, SimEnv.now_ms())
-                    else {
-                        continue;
-                    };
+                    let reply = rpc(
+                        &server,
+                        &session,
+                        "tasks/cancel",
+                        json!({ "taskId": task_id }),
+                    )
+                    .await;
                     let op = ClientOp::Cancel {
                         task_id: task_id.clone(),
+                    };
+                    let Some((decision, revealed)) = cancel_answer(reply) else {
+                        continue;
                     };
                     if madsim::rand::random::<u64>() % 100 < shared.knobs.lost_response_percent {
                         shared.history.mark("lost-response");
                         record(op, ClientResult::Indeterminate);
                         continue;
                     }
-                    answered(op, &answer);
+                    answered(op, decision, revealed);
                     break;
                 }
                 if madsim::rand::random::<u64>() % 100 < shared.knobs.cross_tenant_percent {
@@ -931,63 +997,65 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
                             [(madsim::rand::random::<u64>() % foreign.len() as u64) as usize]
                             .clone();
                         // Poke with a read, a result or a cancel: each must be refused alike.
-                        let now_ms = SimEnv.now_ms();
+                        let params = json!({ "taskId": target });
                         let (op, answer) = match madsim::rand::random::<u64>() % 3 {
                             0 => (
                                 ClientOp::Cancel {
                                     task_id: target.clone(),
                                 },
-                                shared
-                                    .store
-                                    .cancel(Negotiated::FULL, &caller, &target, now_ms),
+                                cancel_answer(rpc(&server, &session, "tasks/cancel", params).await),
                             ),
                             1 => (
                                 ClientOp::Result {
                                     task_id: target.clone(),
                                 },
-                                shared.store.result(&caller, &target, now_ms),
+                                result_answer(
+                                    rpc(&server, &session, "tasks/result", params).await,
+                                    &target,
+                                    None,
+                                ),
                             ),
                             _ => (
                                 ClientOp::Get {
                                     task_id: target.clone(),
                                 },
-                                shared.store.get(&caller, &target, now_ms),
+                                get_answer(rpc(&server, &session, "tasks/get", params).await),
                             ),
                         };
-                        if let Ok(answer) = answer {
-                            if answer.decision == Decision::BlockAuth {
+                        if let Some((decision, revealed)) = answer {
+                            if decision == Decision::BlockNotFound {
                                 shared.history.mark(match op {
                                     ClientOp::Cancel { .. } => "cross-tenant-cancel-refused",
                                     _ => "cross-tenant-refused",
                                 });
                             }
-                            answered(op, &answer);
+                            answered(op, decision, revealed);
                         }
                     }
                 }
-                let Ok(answer) = shared.store.get(&caller, &task_id, SimEnv.now_ms()) else {
+                let reply = rpc(&server, &session, "tasks/get", json!({ "taskId": task_id })).await;
+                let Some((decision, revealed)) = get_answer(reply) else {
                     continue;
                 };
-                let terminal = answer
-                    .record
-                    .as_ref()
-                    .is_some_and(|r| r.status.is_terminal());
-                let gone = answer.decision != Decision::ReturnStatus;
+                let shown = revealed.first().map(|seen| (seen.status, seen.version));
                 answered(
                     ClientOp::Get {
                         task_id: task_id.clone(),
                     },
-                    &answer,
+                    decision,
+                    revealed,
                 );
+                let Some((status, version)) = shown else {
+                    break; // gone: expired, or never the client's
+                };
+                last_status.insert(task_id.clone(), status);
                 // The requestor answers a question: the server moves the task back to working.
-                if let Some(asking) = answer
-                    .record
-                    .as_ref()
-                    .filter(|record| record.status == TaskStatus::InputRequired)
+                if status == TaskStatus::InputRequired
+                    && let Some(version) = version
                     && let Ok(reply) = shared.store.transition(&TransitionCommand {
                         task_id: task_id.clone(),
                         caller: caller.clone(),
-                        expected_version: asking.version,
+                        expected_version: version,
                         next: TaskStatus::Working,
                         outcome: None,
                         status_message: Some("input provided".into()),
@@ -999,21 +1067,29 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
                         ClientOp::ProvideInput {
                             task_id: task_id.clone(),
                         },
-                        &reply,
+                        reply.decision,
+                        reply.record.iter().map(revealed_of).collect(),
                     );
                 }
-                if terminal {
-                    if let Ok(result) = shared.store.result(&caller, &task_id, SimEnv.now_ms()) {
+                if status.is_terminal() {
+                    let reply = rpc(
+                        &server,
+                        &session,
+                        "tasks/result",
+                        json!({ "taskId": task_id }),
+                    )
+                    .await;
+                    if let Some((decision, revealed)) =
+                        result_answer(reply, &task_id, last_status.get(&task_id).copied())
+                    {
                         answered(
                             ClientOp::Result {
                                 task_id: task_id.clone(),
                             },
-                            &result,
+                            decision,
+                            revealed,
                         );
                     }
-                    break;
-                }
-                if gone {
                     break;
                 }
             }
@@ -1022,30 +1098,25 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
             break;
         }
         adopted = true;
-        {
-            // The store may be down: retry the listing a bounded number of times.
-            let mut listed = None;
-            for _attempt in 0..50 {
-                match shared.store.list(&ListQuery {
-                    negotiated: Negotiated::FULL,
-                    caller: caller.clone(),
-                    cursor: None,
-                    limit: 100,
-                    now_ms: SimEnv.now_ms(),
-                }) {
-                    Ok(page) => {
-                        listed = Some(page);
-                        break;
-                    }
-                    Err(_) => madsim::time::sleep(Duration::from_millis(interval)).await,
+        // The store may be down: retry the listing a bounded number of times.
+        let mut listed = None;
+        for _attempt in 0..50 {
+            match rpc(&server, &session, "tasks/list", json!({})).await {
+                Reply::Result(page) => {
+                    listed = Some(page);
+                    break;
                 }
+                _ => madsim::time::sleep(Duration::from_millis(interval)).await,
             }
-            if let Some(page) = listed {
-                for task in page.tasks {
-                    if !mine_set.contains(&task.task_id) && !task.status.is_terminal() {
-                        shared.history.mark("task-adopted-from-list");
-                        pending.push_back(task.task_id);
-                    }
+        }
+        if let Some(page) = listed {
+            for task in page["tasks"].as_array().into_iter().flatten() {
+                if let Some(seen) = revealed_of_wire(task, None)
+                    && !mine_set.contains(&seen.task_id)
+                    && !seen.status.is_terminal()
+                {
+                    shared.history.mark("task-adopted-from-list");
+                    pending.push_back(seen.task_id);
                 }
             }
         }
@@ -1053,21 +1124,139 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
             break;
         }
     }
-    if let Ok(page) = shared.store.list(&ListQuery {
-        negotiated: Negotiated::FULL,
-        caller: caller.clone(),
-        cursor: None,
-        limit: 100,
-        now_ms: SimEnv.now_ms(),
-    }) {
-        let revealed = page.tasks.iter().map(revealed_of).collect();
-        record(
-            ClientOp::List,
-            ClientResult::Ok {
-                decision: page.decision,
-                revealed,
-            },
-        );
+    if let Reply::Result(page) = rpc(&server, &session, "tasks/list", json!({})).await {
+        let revealed = page["tasks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|task| revealed_of_wire(task, None))
+            .collect();
+        answered(ClientOp::List, Decision::ListTenantFiltered, revealed);
+    }
+}
+
+/// What an answer came to for the oracle: a decision and what it showed; `None` when the
+/// store was unreachable (nothing happened).
+type Shown = Option<(Decision, Vec<Revealed>)>;
+
+/// A `tasks/get` answer as a decision and what it showed.
+fn get_answer(reply: Reply) -> Shown {
+    match reply {
+        Reply::Result(task) => Some((
+            Decision::ReturnStatus,
+            revealed_of_wire(&task, version_meta(&task))
+                .into_iter()
+                .collect(),
+        )),
+        // Not found, another tenant's, expired: one answer on the wire.
+        Reply::Error { .. } => Some((Decision::BlockNotFound, Vec::new())),
+        Reply::Unavailable => None,
+    }
+}
+
+/// A `tasks/cancel` answer as a decision and what it showed.
+fn cancel_answer(reply: Reply) -> Shown {
+    match reply {
+        Reply::Result(task) => Some((
+            Decision::ApplyCancel,
+            revealed_of_wire(&task, version_meta(&task))
+                .into_iter()
+                .collect(),
+        )),
+        Reply::Error { message, .. } if message.starts_with("Cannot cancel task") => {
+            Some((Decision::AlreadyTerminal, Vec::new()))
+        }
+        Reply::Error { .. } => Some((Decision::BlockNotFound, Vec::new())),
+        Reply::Unavailable => None,
+    }
+}
+
+/// A `tasks/result` answer as a decision and what it showed: the payload, for a task whose
+/// status the client last saw as `status` (a payload names no status on the wire).
+fn result_answer(reply: Reply, task_id: &str, status: Option<TaskStatus>) -> Shown {
+    let shown = |status: TaskStatus, outcome: TaskOutcome| Revealed {
+        task_id: task_id.to_owned(),
+        auth_key: String::new(),
+        status,
+        version: None,
+        outcome: Some(outcome),
+    };
+    match reply {
+        Reply::Result(result) => {
+            let failed = result["isError"] == serde_json::Value::Bool(true);
+            let status = status.unwrap_or(if failed {
+                TaskStatus::Failed
+            } else {
+                TaskStatus::Completed
+            });
+            Some((
+                Decision::ReturnResult,
+                vec![shown(status, TaskOutcome::Result { result })],
+            ))
+        }
+        Reply::Error { data, .. } if data["status"] == "cancelled" => {
+            Some((Decision::ReturnCancelled, Vec::new()))
+        }
+        Reply::Error { code, .. } if code == wire::code::INVALID_PARAMS => {
+            Some((Decision::BlockNotFound, Vec::new()))
+        }
+        // The wrapped request's own JSON-RPC error, stored when the task failed.
+        Reply::Error {
+            code,
+            message,
+            data,
+        } => Some((
+            Decision::ReturnResult,
+            vec![shown(
+                TaskStatus::Failed,
+                TaskOutcome::RpcError {
+                    code,
+                    message,
+                    data: (!data.is_null()).then_some(data),
+                },
+            )],
+        )),
+        Reply::Unavailable => None,
+    }
+}
+
+/// The simulation's tool list, as the server shows it: one `export`, only as a task (the
+/// runtime's workers run it through [`Export`]).
+struct SimCatalog;
+
+impl Catalog for SimCatalog {
+    fn specs(&self) -> Vec<ToolSpec> {
+        vec![ToolSpec {
+            name: "export",
+            description: "Exports rows; its effect is committed once per task.",
+            input_schema: json!({ "type": "object" }),
+            task_support: TaskSupport::Required,
+        }]
+    }
+
+    fn validate(
+        &self,
+        _name: &str,
+        _arguments: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(), RpcError> {
+        Ok(())
+    }
+
+    fn call(
+        &self,
+        _name: &str,
+        _arguments: serde_json::Map<String, serde_json::Value>,
+        _task_id: Option<String>,
+    ) -> BoxFuture<'static, ToolStep> {
+        // Reached only when the contract lets a `required` tool run without a task (the
+        // `required-sync-accepted` mutant): the simulation's export has no synchronous form.
+        Box::pin(async {
+            ToolStep::Finished(TaskOutcome::RpcError {
+                code: wire::code::METHOD_NOT_FOUND,
+                message: "export runs only as a task".into(),
+                data: None,
+            })
+        })
     }
 }
 
@@ -1077,7 +1266,7 @@ fn revealed_of(record: &TaskRecord) -> Revealed {
         task_id: record.task_id.clone(),
         auth_key: record.auth_key.clone(),
         status: record.status,
-        version: record.version,
+        version: Some(record.version),
         outcome: None,
     }
 }
@@ -1131,6 +1320,19 @@ async fn simulate(
         sweep,
         sweep_arrivals: Arc::default(),
         known: Mutex::new(Vec::new()),
+        server: Arc::new(Server::new(
+            store.clone(),
+            Arc::new(SimCatalog),
+            Arc::new(SimEnv),
+            ServerConfig {
+                ttl_ms_default: scenario.ttl_ms,
+                ttl_ms_max: u64::MAX,
+                poll_interval_ms: scenario.poll_interval_ms,
+                list_page: 100,
+                log_store_errors: false,
+                ..ServerConfig::default()
+            },
+        )),
     });
     let mut killable = vec![runtime_node(
         &handle,
@@ -1242,6 +1444,7 @@ async fn simulate(
         &events,
         &CheckContext {
             liveness_deadline_ms: Some(liveness_deadline_ms),
+            wire: true,
         },
     );
     let trace_hash = trace_hash(&events, &lanes);
