@@ -359,6 +359,7 @@ mod serving {
                         tokens,
                         allowed_origins: args.allowed_origins.clone(),
                         body_bytes_max: args.body_limit_bytes.max(1024),
+                        sessions_max: http::SESSIONS_MAX,
                     },
                 )),
                 Err(error) => {

@@ -48,6 +48,7 @@ fn start(exports: std::path::PathBuf) -> String {
                     tokens,
                     allowed_origins: vec!["https://app.example.com".into()],
                     body_bytes_max: 64 * 1024,
+                    sessions_max: 3,
                 },
             );
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -425,4 +426,32 @@ fn tokens_files_are_checked() {
         .contains("unknown field")
     );
     assert!(Tokens::parse(path, "{\"tokens\": {\"long-enough\": \"tenant\"}}").is_ok());
+}
+
+#[test]
+fn the_least_recently_used_session_makes_room() {
+    let scratch = std::env::temp_dir().join(format!("tasklatch-http-lru-{}", std::process::id()));
+    let address = start(scratch.join("exports"));
+    let ping = json!({ "jsonrpc": "2.0", "id": 1, "method": "ping" });
+    let first = initialize(&address, ALICE).unwrap();
+    let second = initialize(&address, ALICE).unwrap();
+    let third = initialize(&address, BOB).unwrap();
+    // Using the first makes the second the least recently used.
+    assert_eq!(
+        rpc(&address, ALICE, Some(&first), &ping).unwrap().status,
+        200
+    );
+    let fourth = initialize(&address, BOB).unwrap();
+    assert_eq!(
+        rpc(&address, ALICE, Some(&second), &ping).unwrap().status,
+        404,
+        "evicted"
+    );
+    for (token, session) in [(ALICE, &first), (BOB, &third), (BOB, &fourth)] {
+        assert_eq!(
+            rpc(&address, token, Some(session), &ping).unwrap().status,
+            200
+        );
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
 }

@@ -10,7 +10,8 @@
 //! - `DELETE` ends the session.
 //!
 //! `initialize` creates a session (`Mcp-Session-Id`, 128 random bits); every later request
-//! must carry it (`400` without, `404` for one that is unknown or ended). Every request
+//! must carry it (`400` without, `404` for one that is unknown or ended). At most
+//! [`HttpConfig::sessions_max`] are open; one more ends the least recently used. Every request
 //! needs `Authorization: Bearer <token>`; tokens map to authorization keys in the tokens
 //! file, and a session stays bound to the key that opened it (`401` without a known token,
 //! `403` for another key's session). `Origin`, when sent, must be a loopback origin or one
@@ -34,7 +35,8 @@ use std::sync::{Arc, Mutex};
 
 /// Default largest request body.
 pub const BODY_BYTES_MAX: usize = 1024 * 1024;
-/// Sessions open at once; `initialize` beyond it gets `503`.
+/// Default sessions open at once; opening one more ends the least recently used (its client
+/// is told `404` and opens a new one; tasks are bound to callers, not sessions, and survive).
 pub const SESSIONS_MAX: usize = 10_000;
 
 /// Bearer tokens and the authorization keys they stand for, keyed by SHA-256 of the token
@@ -109,13 +111,17 @@ pub struct HttpConfig {
     /// Origins allowed besides loopback ones (`https://app.example.com`).
     pub allowed_origins: Vec<String>,
     pub body_bytes_max: usize,
+    /// Sessions open at once (see [`SESSIONS_MAX`]).
+    pub sessions_max: usize,
 }
 
 struct Shared {
     server: Arc<Server>,
     config: HttpConfig,
-    /// Open sessions: id → authorization key.
-    sessions: Mutex<BTreeMap<String, String>>,
+    /// Open sessions: id → (authorization key, when last used, on a request counter).
+    sessions: Mutex<BTreeMap<String, (String, u64)>>,
+    /// Requests seen, for least-recently-used eviction.
+    requests: std::sync::atomic::AtomicU64,
 }
 
 /// The `/mcp` router.
@@ -125,6 +131,7 @@ pub fn router(server: Arc<Server>, config: HttpConfig) -> axum::Router {
         server,
         config,
         sessions: Mutex::new(BTreeMap::new()),
+        requests: std::sync::atomic::AtomicU64::new(0),
     });
     axum::Router::new()
         .route("/mcp", post(on_post).get(on_get).delete(on_delete))
@@ -236,12 +243,18 @@ fn check_caller(
             "Bad request: Mcp-Session-Id header is required (initialize first)",
         ));
     };
+    let now = shared
+        .requests
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let owner = shared
         .sessions
         .lock()
         .expect("sessions")
-        .get(&session_id)
-        .cloned();
+        .get_mut(&session_id)
+        .map(|(owner, used)| {
+            *used = now;
+            owner.clone()
+        });
     match owner {
         None => Err(refused(
             StatusCode::NOT_FOUND,
@@ -341,19 +354,24 @@ async fn on_post(
         Some(id) => id.clone(),
         None => {
             let mut sessions = shared.sessions.lock().expect("sessions");
-            if sessions.len() >= SESSIONS_MAX {
-                return rpc_error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    code::INTERNAL_ERROR,
-                    "Too many open sessions",
-                );
+            if sessions.len() >= shared.config.sessions_max.max(1)
+                && let Some(oldest) = sessions
+                    .iter()
+                    .min_by_key(|(_, (_, used))| *used)
+                    .map(|(id, _)| id.clone())
+            {
+                sessions.remove(&oldest);
+                shared.server.unsubscribe(&oldest);
             }
             let id = format!(
                 "{:016x}{:016x}",
                 shared.server.env.random_u64(),
                 shared.server.env.random_u64()
             );
-            sessions.insert(id.clone(), caller.auth_key.clone());
+            let now = shared
+                .requests
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            sessions.insert(id.clone(), (caller.auth_key.clone(), now));
             id
         }
     };

@@ -2,7 +2,8 @@
 // own reference task server (`reference-server.mjs`: McpServer + InMemoryTaskStore), in one
 // run, the same load generator (`bench.mjs`) against each, alternating rounds so a noisy
 // machine hurts both alike. Prints every round, then the medians and the ratios
-// tasklatch / reference (throughput: above 1 is faster; p99: below 1 is faster).
+// tasklatch / reference (throughput: above 1 is faster; p99 and server CPU per request:
+// below 1 is faster). Server CPU is read from /proc around each round (Linux).
 //
 //   node compare.mjs --tasklatch ../../../target/release/tasklatch [--rounds 3]
 //                    [--clients 16] [--seconds 8] [--gets 5] [--store-dir DIR]
@@ -10,7 +11,7 @@
 // Both servers run on loopback ports chosen here; both are stopped at the end.
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -79,6 +80,13 @@ function runBench(url, token, label) {
     });
 }
 
+/** CPU time (user + system) a process has used, in milliseconds (Linux /proc). */
+function cpuMs(pid) {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    // Fields 14 and 15 of stat (utime, stime), counted after the ") " that ends the name.
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 const median = values => {
     const sorted = [...values].sort((a, b) => a - b);
     return sorted[Math.floor(sorted.length / 2)];
@@ -97,17 +105,22 @@ try {
     const refPort = await freePort();
     children.push(await startServer(process.execPath, [join(here, 'reference-server.mjs'), '--port', String(refPort)], 'reference'));
     const targets = [
-        { label: 'tasklatch', url: `http://127.0.0.1:${tlPort}/mcp`, token },
-        { label: 'reference', url: `http://127.0.0.1:${refPort}/mcp`, token: null }
+        { label: 'tasklatch', url: `http://127.0.0.1:${tlPort}/mcp`, token, pid: children[0].pid },
+        { label: 'reference', url: `http://127.0.0.1:${refPort}/mcp`, token: null, pid: children[1].pid }
     ];
     const results = { tasklatch: [], reference: [] };
     for (let round = 0; round < rounds; round++) {
         // Alternate which goes first, so neither always runs on a warmer machine.
         const order = round % 2 === 0 ? targets : [...targets].reverse();
         for (const target of order) {
+            const cpuBefore = cpuMs(target.pid);
             const report = await runBench(target.url, target.token, target.label);
+            // The server's own CPU per request: what the load generator (one Node process,
+            // often the bottleneck on a small machine) cannot hide.
+            const requests = (report.creates_per_s + report.gets_per_s) * Number(seconds);
+            report.server_cpu_us_per_request = +((cpuMs(target.pid) - cpuBefore) * 1000 / Math.max(requests, 1)).toFixed(1);
             results[target.label].push(report);
-            console.log(JSON.stringify({ round, server: target.label, creates_per_s: report.creates_per_s, gets_per_s: report.gets_per_s, create_p99_ms: report.create_ms?.p99, get_p99_ms: report.get_ms?.p99, errors: report.errors?.total ?? report.errors }));
+            console.log(JSON.stringify({ round, server: target.label, creates_per_s: report.creates_per_s, gets_per_s: report.gets_per_s, create_p99_ms: report.create_ms?.p99, get_p99_ms: report.get_ms?.p99, server_cpu_us_per_request: report.server_cpu_us_per_request, errors: report.errors?.total ?? report.errors }));
         }
     }
     const summary = {};
@@ -116,7 +129,8 @@ try {
             creates_per_s: median(reports.map(r => r.creates_per_s)),
             gets_per_s: median(reports.map(r => r.gets_per_s)),
             create_p99_ms: median(reports.map(r => r.create_ms.p99)),
-            get_p99_ms: median(reports.map(r => r.get_ms.p99))
+            get_p99_ms: median(reports.map(r => r.get_ms.p99)),
+            server_cpu_us_per_request: median(reports.map(r => r.server_cpu_us_per_request))
         };
     }
     const ratio = key => +(summary.tasklatch[key] / summary.reference[key]).toFixed(2);
@@ -127,7 +141,8 @@ try {
             creates_per_s: ratio('creates_per_s'),
             gets_per_s: ratio('gets_per_s'),
             create_p99_ms: ratio('create_p99_ms'),
-            get_p99_ms: ratio('get_p99_ms')
+            get_p99_ms: ratio('get_p99_ms'),
+            server_cpu_us_per_request: ratio('server_cpu_us_per_request')
         }
     }, null, 2));
 } finally {
