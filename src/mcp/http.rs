@@ -60,15 +60,7 @@ impl Tokens {
         struct File {
             tokens: BTreeMap<String, String>,
         }
-        let file: File = serde_json::from_str(text).map_err(|error| {
-            format!(
-                "{}:{}:{}: {}",
-                path.display(),
-                error.line(),
-                error.column(),
-                crate::fixture::strip_position(&error)
-            )
-        })?;
+        let file: File = crate::fixture::from_json_at(path, text)?;
         if file.tokens.is_empty() {
             return Err(format!("{}: tokens: no token given", path.display()));
         }
@@ -142,6 +134,14 @@ pub fn router(server: Arc<Server>, config: HttpConfig) -> axum::Router {
 /// Serves `router` on `listener` until the process ends.
 pub async fn serve(listener: tokio::net::TcpListener, router: axum::Router) -> std::io::Result<()> {
     axum::serve(listener, router).await
+}
+
+/// Whether header `name` is present and contains `needle` (an `Accept` list).
+fn header_has(headers: &HeaderMap, name: header::HeaderName, needle: &str) -> bool {
+    headers
+        .get(name)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.contains(needle))
 }
 
 fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
@@ -376,11 +376,7 @@ async fn on_post(
         }
     };
     let session = session_of(&caller, &session_id, &headers);
-    let wants_stream = headers
-        .get(header::ACCEPT)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|accept| accept.contains("text/event-stream"));
-    let streams = wants_stream
+    let streams = header_has(&headers, header::ACCEPT, "text/event-stream")
         && matches!(&incoming, Incoming::Request { method, .. } if method == "tasks/result");
     let mut response = match incoming {
         Incoming::Notification { .. } | Incoming::Response => {
@@ -465,11 +461,7 @@ async fn on_get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respon
         Ok(caller) => caller,
         Err(refusal) => return refusal.into_response(),
     };
-    let accepts_stream = headers
-        .get(header::ACCEPT)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|accept| accept.contains("text/event-stream"));
-    if !accepts_stream {
+    if !header_has(&headers, header::ACCEPT, "text/event-stream") {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
             code::INVALID_REQUEST,

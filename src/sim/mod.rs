@@ -12,7 +12,6 @@ mod scenario;
 pub mod shrink;
 mod world;
 
-pub(crate) use scenario::from_json_at;
 pub use scenario::{
     FaultKind, Faults, KNOWN_MARKS, Knobs, Plan, PlannedFault, SCENARIO_SCHEMA, Scenario,
 };

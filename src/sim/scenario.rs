@@ -232,7 +232,7 @@ impl Scenario {
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<Scenario, String> {
-        let scenario: Scenario = from_json_at(path, text)?;
+        let scenario: Scenario = crate::fixture::from_json_at(path, text)?;
         scenario
             .validate()
             .map_err(|(field, message)| format!("{}: {field}: {message}", path.display()))?;
@@ -399,24 +399,4 @@ impl Scenario {
     pub fn default_seeds(&self) -> std::ops::Range<u64> {
         self.default_seeds[0]..self.default_seeds[1]
     }
-}
-
-/// Deserialises `text` (read from `path`), or says where it went wrong:
-/// `PATH:LINE:COLUMN: FIELD: message`.
-pub(crate) fn from_json_at<T: serde::de::DeserializeOwned>(
-    path: &std::path::Path,
-    text: &str,
-) -> Result<T, String> {
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-        let inner = error.inner();
-        format!(
-            "{}:{}:{}: {}: {}",
-            path.display(),
-            inner.line(),
-            inner.column(),
-            error.path(),
-            crate::fixture::strip_position(inner)
-        )
-    })
 }
