@@ -48,18 +48,40 @@ compile_error!(
      `--cfg madsim` to it (e.g. RUSTFLAGS=\"-D warnings --cfg madsim\") or unset it."
 );
 
-pub mod bench;
-pub mod check;
-pub mod conformance;
+// The product: what a server runs. Nothing under `src/product/` imports the harness
+// (`tests/layers.rs` checks it); module paths stay short (`tasklatch::store`).
+#[path = "product/contract/mod.rs"]
 pub mod contract;
+#[path = "product/load.rs"]
+pub mod load;
+#[path = "product/mcp/mod.rs"]
+pub mod mcp;
+#[path = "product/mutants.rs"]
+pub mod mutants;
+#[path = "product/runtime/mod.rs"]
+pub mod runtime;
+#[path = "product/store/mod.rs"]
+pub mod store;
+#[path = "product/sync.rs"]
+mod sync;
+
+// The harness: what proves the product. It imports the product, never the reverse.
+#[path = "harness/bench.rs"]
+pub mod bench;
+#[path = "harness/check.rs"]
+pub mod check;
+#[path = "harness/conformance.rs"]
+pub mod conformance;
+#[path = "harness/fixture/mod.rs"]
 pub mod fixture;
 #[cfg(all(feature = "sim", madsim))]
+#[path = "harness/hunt/mod.rs"]
 pub mod hunt;
+#[path = "harness/interleave/mod.rs"]
 pub mod interleave;
-pub mod mcp;
-pub mod mutants;
-pub mod runtime;
+#[cfg(feature = "mutants")]
+#[path = "harness/matrix.rs"]
+pub mod matrix;
 #[cfg(all(feature = "sim", madsim))]
+#[path = "harness/sim/mod.rs"]
 pub mod sim;
-pub mod store;
-mod sync;

@@ -827,8 +827,8 @@ mod hunting {
 mod mutants {
     use super::EXIT_BAD_INPUT;
     use std::process::ExitCode;
+    use tasklatch::matrix::{self, Engine, Plan};
     use tasklatch::mutants::Mutant;
-    use tasklatch::mutants::matrix::{self, Engine, Plan};
 
     pub fn run(
         mutants: &[String],

@@ -8,7 +8,7 @@
 
 mod support;
 
-use tasklatch::mutants::matrix::{self, Plan};
+use tasklatch::matrix::{self, Plan};
 
 #[test]
 fn every_engine_kills_what_it_must_and_nothing_without_a_mutant() {

@@ -8,10 +8,10 @@
 //! [`Matrix::shortfalls`] states what each engine must kill; a mutant surviving an engine
 //! that should kill it is a bug in that engine, to be fixed there, not in the mutant.
 
-use super::{Mutant, select};
 use crate::conformance::{self, StoreFactory};
 use crate::fixture::{ContractEvaluator, parse_fixture, replay};
 use crate::interleave::{models, prop};
+use crate::mutants::{Mutant, select};
 use crate::sim::{Scenario, run_seed};
 use crate::store::{MemoryStore, SqliteOptions, SqliteStore, Synchronous, TaskStore};
 use std::fmt::Write as _;

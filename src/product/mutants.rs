@@ -1,11 +1,14 @@
 //! Named hostile mutants: each removes exactly one guard, everywhere it is enforced.
 //!
-//! A harness is only as good as the bugs it catches. Every mutant here is a real bug class
-//! of task stores (see `../shared/peer-sdk-behaviour.md`), planted in the contract's guard
+//! A harness is only as good as the bugs it catches. Every mutant here is a bug class seen
+//! in real task stores, planted in the contract's guard
 //! *and* in each store adapter's predicate that enforces the same rule (the SQL adapters
 //! re-check tenant, version, status and expiry in their `WHERE`), so no second line of
-//! defence hides it. The kill matrix ([`matrix`], `tasklatch mutants`) runs every engine
-//! against every mutant.
+//! defence hides it. The kill matrix (`tasklatch::matrix`, `tasklatch mutants`) runs every
+//! engine against every mutant.
+//!
+//! This module is a leaf: it depends on nothing in the crate, so the product can carry its
+//! hooks while the harness that judges them stays outside the product.
 //!
 //! Without the `mutants` cargo feature, [`on`] is a constant `false` and every hook folds
 //! away: a normal build carries no mutant code path. With it, one build runs them all: the
@@ -206,6 +209,3 @@ pub fn active_name() -> Option<&'static str> {
 pub fn select(mutant: Option<Mutant>) {
     selection::select(mutant)
 }
-
-#[cfg(feature = "mutants")]
-pub mod matrix;

@@ -91,7 +91,7 @@ impl FailureRecord {
     pub fn load(path: &Path) -> Result<FailureRecord, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
-        let record: FailureRecord = crate::fixture::from_json_at(path, &text)?;
+        let record: FailureRecord = crate::load::from_json_at(path, &text)?;
         if record.schema != FAILURE_SCHEMA {
             return Err(format!(
                 "{}: schema: expected {FAILURE_SCHEMA:?}, got {:?}",

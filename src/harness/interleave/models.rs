@@ -1,6 +1,6 @@
 //! loom models of the in-memory store.
 //!
-//! `src/store/memory.rs` is compiled a second time here, inside this module, whose `sync`
+//! `src/product/store/memory.rs` is compiled a second time here, inside this module, whose `sync`
 //! is loom's: the file takes its locks and store helpers through `super::`, so the same
 //! source runs on `std` in the library and on loom here. (A cargo feature, not
 //! `--cfg loom`: that cfg switches loom code on in madsim's dependencies and breaks them.)
@@ -24,7 +24,7 @@ mod sync {
 
 // The loom copy needs only what the models call; loading the file twice is the point.
 #[allow(dead_code, clippy::duplicate_mod)]
-#[path = "../store/memory.rs"]
+#[path = "../../product/store/memory.rs"]
 mod memory;
 
 // What `memory.rs` takes from `super::` besides `sync`.

@@ -113,7 +113,7 @@ pub fn run_all(factory: &StoreFactory<'_>) -> Vec<CheckOutcome> {
 }
 
 /// The committed reference fixture, embedded so the suite runs outside this repository.
-pub const CONTRACT_FIXTURE: &str = include_str!("../fixtures/contract/tasks-2025-11-25.json");
+pub const CONTRACT_FIXTURE: &str = include_str!("../../fixtures/contract/tasks-2025-11-25.json");
 const CONTRACT_FIXTURE_PATH: &str = "fixtures/contract/tasks-2025-11-25.json";
 
 fn fresh(factory: &StoreFactory<'_>) -> Result<Box<dyn TaskStore>, String> {

@@ -60,7 +60,7 @@ impl Tokens {
         struct File {
             tokens: BTreeMap<String, String>,
         }
-        let file: File = crate::fixture::from_json_at(path, text)?;
+        let file: File = crate::load::from_json_at(path, text)?;
         if file.tokens.is_empty() {
             return Err(format!("{}: tokens: no token given", path.display()));
         }

@@ -232,7 +232,7 @@ impl Scenario {
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<Scenario, String> {
-        let scenario: Scenario = crate::fixture::from_json_at(path, text)?;
+        let scenario: Scenario = crate::load::from_json_at(path, text)?;
         scenario
             .validate()
             .map_err(|(field, message)| format!("{}: {field}: {message}", path.display()))?;
