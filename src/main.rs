@@ -44,6 +44,9 @@ enum Command {
         kill_at: Option<String>,
         #[arg(long, default_value_t = 1)]
         arrival: u64,
+        /// The store under test, fresh per seed: `memory:` or `sqlite:DIR`.
+        #[arg(long, default_value = "memory:")]
+        store: String,
     },
     /// Replay one seed deterministically and print its timeline and trace hash.
     #[cfg(all(feature = "sim", madsim))]
@@ -53,6 +56,9 @@ enum Command {
         scenario: String,
         #[arg(long)]
         seed: u64,
+        /// The store the run used: `memory:` or `sqlite:DIR`.
+        #[arg(long, default_value = "memory:")]
+        store: String,
     },
     /// Hunt races: run scenarios over fresh seeds until the budget or seed count is spent;
     /// write each failure's artifacts, minimise its fault schedule. Exit 1 on any failure.
@@ -137,9 +143,14 @@ fn main() -> ExitCode {
             seeds,
             kill_at,
             arrival,
-        } => sim::run(&scenario, &seeds, kill_at.as_deref(), arrival),
+            store,
+        } => sim::run(&scenario, &seeds, kill_at.as_deref(), arrival, &store),
         #[cfg(all(feature = "sim", madsim))]
-        Command::Repro { scenario, seed } => sim::repro(&scenario, seed),
+        Command::Repro {
+            scenario,
+            seed,
+            store,
+        } => sim::repro(&scenario, seed, &store),
         #[cfg(all(feature = "sim", madsim))]
         Command::Hunt(args) => hunting::hunt(args),
         #[cfg(feature = "mutants")]
@@ -453,9 +464,22 @@ mod sim {
     use super::{EXIT_BAD_INPUT, EXIT_MISMATCH};
     use std::process::ExitCode;
     use tasklatch::runtime::Point;
-    use tasklatch::sim::{Scenario, Sweep, parse_seed_range, run_seed, run_seed_with};
+    use tasklatch::sim::{Scenario, Sim, Sweep, parse_seed_range, store_for};
 
-    pub fn run(name: &str, seeds: &str, kill_at: Option<&str>, arrival: u64) -> ExitCode {
+    pub fn run(
+        name: &str,
+        seeds: &str,
+        kill_at: Option<&str>,
+        arrival: u64,
+        store: &str,
+    ) -> ExitCode {
+        let store = match store_for(store) {
+            Ok(store) => store,
+            Err(error) => {
+                eprintln!("error: {error}");
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        };
         let sweep = match kill_at {
             None => None,
             Some(point) => match Point::parse(point) {
@@ -481,7 +505,11 @@ mod sim {
         let mut failing = 0u64;
         let mut marks = std::collections::BTreeMap::<String, u64>::new();
         for seed in first..end {
-            let outcome = run_seed_with(&scenario, seed, sweep);
+            let mut sim = Sim::new(&scenario).store(store.as_ref());
+            if let Some(sweep) = sweep {
+                sim = sim.sweep(sweep);
+            }
+            let outcome = sim.run(seed);
             for (mark, count) in &outcome.marks {
                 *marks.entry(mark.clone()).or_default() += count;
             }
@@ -518,15 +546,15 @@ mod sim {
         }
     }
 
-    pub fn repro(name: &str, seed: u64) -> ExitCode {
-        let scenario = match load_scenario(name) {
-            Ok(scenario) => scenario,
-            Err(error) => {
+    pub fn repro(name: &str, seed: u64, store: &str) -> ExitCode {
+        let (scenario, store) = match (load_scenario(name), store_for(store)) {
+            (Ok(scenario), Ok(store)) => (scenario, store),
+            (Err(error), _) | (_, Err(error)) => {
                 eprintln!("error: {error}");
                 return ExitCode::from(EXIT_BAD_INPUT);
             }
         };
-        let outcome = run_seed(&scenario, seed);
+        let outcome = Sim::new(&scenario).store(store.as_ref()).run(seed);
         for line in outcome.timeline() {
             println!("{line}");
         }
@@ -554,9 +582,8 @@ mod hunting {
     use std::io::IsTerminal as _;
     use std::path::PathBuf;
     use std::process::ExitCode;
-    use tasklatch::hunt::artifact::{self, FailureRecord};
-    use tasklatch::hunt::{self, HuntConfig, Progress, Shard};
-    use tasklatch::sim::{KNOWN_MARKS, Scenario, shrink};
+    use tasklatch::hunt::{self, HuntConfig, Keep, Progress, Shard};
+    use tasklatch::sim::{KNOWN_MARKS, Scenario};
 
     #[derive(clap::Args)]
     pub struct HuntArgs {
@@ -597,6 +624,10 @@ mod hunting {
         /// Simulations a minimisation may spend per failure.
         #[arg(long, default_value_t = 3_000)]
         shrink_runs: usize,
+        /// The store under test, fresh per run: `memory:` or `sqlite:DIR` (a database file
+        /// per run in DIR, removed after it).
+        #[arg(long, default_value = "memory:")]
+        store: String,
         /// Hunt with this mutant on (a build with `--features mutants`; the same as
         /// `TASKLATCH_MUTANT`).
         #[cfg(feature = "mutants")]
@@ -659,8 +690,13 @@ mod hunting {
         let jobs = args.jobs.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
         });
+        let store = match tasklatch::sim::store_for(&args.store) {
+            Ok(store) => std::sync::Arc::from(store),
+            Err(error) => return bad(error),
+        };
         let config = HuntConfig {
             scenarios,
+            store,
             first_seed,
             shard,
             budget,
@@ -684,96 +720,21 @@ mod hunting {
             },
             mutant.map(|m| format!(", mutant {m}")).unwrap_or_default()
         );
-        let report = hunt::hunt(&config, &mut progress_display(&config));
-
-        let commit = artifact::commit();
-        let mut written: Vec<(PathBuf, FailureRecord)> = Vec::new();
-        for failure in &report.failures {
-            let scenario = config
-                .scenarios
-                .iter()
-                .find(|s| s.name == failure.scenario)
-                .expect("a failure comes from a hunted scenario");
-            let invariant = failure.violations[0].invariant;
-            let shrunk = if args.no_minimise {
-                None
-            } else {
-                match shrink::shrink(scenario, failure, invariant, args.shrink_runs) {
-                    Ok(shrunk) => Some(shrunk),
-                    Err(error) => {
-                        eprintln!("warning: not minimised: {error}");
-                        None
-                    }
-                }
-            };
-            match artifact::write_failure(&args.out, failure, &commit, mutant, shrunk.as_ref()) {
-                Ok(done) => written.push(done),
-                Err(error) => return bad(error),
-            }
+        let keep = Keep {
+            out: args.out,
+            minimise: !args.no_minimise,
+            shrink_runs: args.shrink_runs,
+            junit: args.junit,
+        };
+        let finished = match hunt::hunt_and_keep(&config, &keep, &mut progress_display(&config)) {
+            Ok(finished) => finished,
+            Err(error) => return bad(error),
+        };
+        for warning in &finished.warnings {
+            eprintln!("warning: {warning}");
         }
-
-        println!(
-            "hunt: {} runs in {:.1} s ({:.0} runs/s on {} jobs), seeds from {first_seed} shard {}/{}, {} failing",
-            report.runs,
-            report.elapsed.as_secs_f64(),
-            report.runs as f64 / report.elapsed.as_secs_f64().max(1e-9),
-            config.jobs,
-            shard.index,
-            shard.count,
-            report.failing()
-        );
-        for (scenario, tally) in &report.tally {
-            let (low, high) = tally.seeds.unwrap_or_default();
-            println!(
-                "  {scenario:<20} {:>7} runs  seeds {low}..={high}  {} failing",
-                tally.runs, tally.failing
-            );
-        }
-        let missed = report.marks_missed();
-        println!(
-            "  marks hit {}/{}{}",
-            KNOWN_MARKS.len() - missed.len(),
-            KNOWN_MARKS.len(),
-            if missed.is_empty() {
-                String::new()
-            } else {
-                format!(" (missed: {})", missed.join(", "))
-            }
-        );
-        for (folder, record) in &written {
-            println!(
-                "FAILURE {} seed {}: {}",
-                record.scenario,
-                record.seed,
-                record.violations.first().map_or("", String::as_str)
-            );
-            println!(
-                "  artifacts: {}/ (failure.json, timeline.txt, swimlane.svg)",
-                folder.display()
-            );
-            println!("  reproduce: {}", record.repro);
-            println!("  trace:     {}", record.trace_hash);
-            if let Some(minimised) = &record.minimised {
-                println!(
-                    "  minimised in {} runs ({} steps kept): {} -> {}",
-                    minimised.runs, minimised.steps, minimised.before, minimised.after
-                );
-                println!("  reproduce minimal: {}", minimised.repro);
-                println!("  minimal trace:     {}", minimised.trace_hash);
-            }
-        }
-        if let Some(path) = &args.junit {
-            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
-                && let Err(error) = std::fs::create_dir_all(parent)
-            {
-                return bad(format_args!("{}: {error}", parent.display()));
-            }
-            if let Err(error) = artifact::write_whole(path, &artifact::junit(&report, &written)) {
-                return bad(error);
-            }
-            println!("  junit: {}", path.display());
-        }
-        if report.failing() == 0 {
+        print!("{}", finished.summary(&config, &keep));
+        if finished.report.failing() == 0 {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(EXIT_MISMATCH)

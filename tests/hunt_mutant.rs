@@ -4,10 +4,10 @@
 
 use std::path::Path;
 use std::process::Command;
-use tasklatch::hunt::artifact::{self, FailureRecord};
-use tasklatch::hunt::{self, HuntConfig, Shard};
+use tasklatch::hunt::artifact::FailureRecord;
+use tasklatch::hunt::{self, HuntConfig, Keep};
 use tasklatch::mutants::{self, Mutant};
-use tasklatch::sim::{Scenario, shrink};
+use tasklatch::sim::Scenario;
 
 /// Runs the arguments after ` -- ` of a printed repro command through the built binary,
 /// with the command's `TASKLATCH_MUTANT=` prefix as its environment.
@@ -37,24 +37,30 @@ fn run_printed(command: &str) -> (i32, String) {
 fn a_mutant_is_hunted_minimised_and_reproduced() {
     mutants::select(Some(Mutant::VersionUnchecked));
     let scenario = Scenario::by_name("duplicate-delivery").expect("scenario");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hunt-mutant");
+    let _ = std::fs::remove_dir_all(&out);
     let config = HuntConfig {
-        scenarios: vec![scenario.clone()],
         first_seed: 1_000,
-        shard: Shard::WHOLE,
-        budget: None,
-        seeds: Some(400),
         jobs: 2,
-        keep_going: false,
-        failures_max: 1,
+        ..HuntConfig::memory(vec![scenario.clone()], 400)
     };
-    let report = hunt::hunt(&config, &mut |_| {});
+    let keep = Keep {
+        out: out.clone(),
+        minimise: true,
+        shrink_runs: 3_000,
+        junit: Some(out.join("junit.xml")),
+    };
+    // The pipeline the CLI runs: hunt, minimise, write artifacts and JUnit.
+    let finished = hunt::hunt_and_keep(&config, &keep, &mut |_| {}).expect("artifacts written");
+    let report = &finished.report;
     assert_eq!(report.failures.len(), 1, "the mutant survived 400 seeds");
+    assert!(finished.warnings.is_empty(), "{:?}", finished.warnings);
     let failure = &report.failures[0];
     let invariant = failure.violations[0].invariant;
     assert_eq!(invariant, "I3", "a blind version write shows as I3");
-
-    let shrunk = shrink::shrink(&scenario, failure, invariant, 3_000).expect("minimises");
-    let (before, after) = (shrunk.before, shrunk.after);
+    let (folder, record) = &finished.written[0];
+    let minimised = record.minimised.as_ref().expect("minimised");
+    let (before, after) = (&minimised.before, &minimised.after);
     assert!(
         after.faults <= before.faults && after.tasks <= before.tasks,
         "{before} -> {after}"
@@ -63,25 +69,9 @@ fn a_mutant_is_hunted_minimised_and_reproduced() {
         after.events < before.events,
         "nothing shrank: {before} -> {after}"
     );
-    assert!(
-        shrunk
-            .outcome
-            .violations
-            .iter()
-            .any(|v| v.invariant == invariant),
-        "the minimal run must break the same invariant"
-    );
-
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hunt-mutant");
-    let _ = std::fs::remove_dir_all(&out);
-    let (folder, record) = artifact::write_failure(
-        &out,
-        failure,
-        "test",
-        Some("version-unchecked"),
-        Some(&shrunk),
-    )
-    .expect("artifacts written");
+    let summary = finished.summary(&config, &keep);
+    assert!(summary.contains("1 failing"), "{summary}");
+    assert!(summary.contains(&record.repro), "{summary}");
     for file in [
         "failure.json",
         "timeline.txt",
@@ -102,14 +92,19 @@ fn a_mutant_is_hunted_minimised_and_reproduced() {
         "the headline names the invariant"
     );
     assert!(svg.contains("r=\"8\""), "the conflicting writes are ringed");
-    let junit = artifact::junit(&report, &[(folder.clone(), record.clone())]);
+    let junit = std::fs::read_to_string(out.join("junit.xml")).expect("junit written");
     assert!(junit.contains("<failure type=\"I3\""), "{junit}");
+    assert!(
+        std::fs::read_to_string(folder.join("minimal.timeline.txt"))
+            .expect("minimal timeline")
+            .contains("I3 violated"),
+        "the minimal run breaks the same invariant"
+    );
 
     // The commands the hunt printed replay the same traces, through the real binary.
     let (status, stdout) = run_printed(&record.repro);
     assert_eq!(status, 1, "a reproduced violation exits 1\n{stdout}");
     assert!(stdout.contains(&failure.trace_hash), "{}", record.repro);
-    let minimised = record.minimised.as_ref().expect("minimised");
     let (status, stdout) = run_printed(&minimised.repro);
     assert_eq!(status, 1, "{stdout}");
     assert!(

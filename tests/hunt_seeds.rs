@@ -8,14 +8,12 @@ use tasklatch::sim::Scenario;
 
 fn config(shard: Shard, seeds: u64) -> HuntConfig {
     HuntConfig {
-        scenarios: Scenario::all().expect("scenarios load"),
         first_seed: 5_000,
         shard,
-        budget: None,
-        seeds: Some(seeds),
         jobs: 2,
         keep_going: true,
         failures_max: 4,
+        ..HuntConfig::memory(Scenario::all().expect("scenarios load"), seeds)
     }
 }
 

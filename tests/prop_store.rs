@@ -10,6 +10,7 @@
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
 use proptest_state_machine::prop_state_machine;
 use tasklatch::interleave::prop::{EVERYDAY_SEED, STEPS_MAX, StoreMachine};
+use tasklatch::store::{MemoryFactory, SqliteFactory};
 
 fn config() -> Config {
     // Reads PROPTEST_CASES (default 256), PROPTEST_RNG_SEED, …
@@ -30,8 +31,8 @@ prop_state_machine! {
     #![proptest_config(config())]
 
     #[test]
-    fn memory_store_matches_the_model(sequential 1..STEPS_MAX => StoreMachine<false>);
+    fn memory_store_matches_the_model(sequential 1..STEPS_MAX => StoreMachine<MemoryFactory>);
 
     #[test]
-    fn sqlite_store_matches_the_model(sequential 1..STEPS_MAX => StoreMachine<true>);
+    fn sqlite_store_matches_the_model(sequential 1..STEPS_MAX => StoreMachine<SqliteFactory>);
 }

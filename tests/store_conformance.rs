@@ -2,10 +2,10 @@
 
 mod support;
 
-use tasklatch::conformance::{self, StoreFactory};
-use tasklatch::store::{MemoryStore, SqliteOptions, SqliteStore, Synchronous, TaskStore};
+use tasklatch::conformance;
+use tasklatch::store::{MemoryFactory, SqliteFactory, StoreFactory};
 
-fn run(label: &str, factory: &StoreFactory<'_>) {
+fn run(label: &str, factory: &dyn StoreFactory) {
     let outcomes = conformance::run_all(factory);
     let mut failures = Vec::new();
     for outcome in &outcomes {
@@ -27,21 +27,13 @@ fn run(label: &str, factory: &StoreFactory<'_>) {
 
 #[test]
 fn memory_store_conforms() {
-    run("memory", &|options| {
-        Ok(Box::new(MemoryStore::open(options)?) as Box<dyn TaskStore>)
-    });
+    run("memory", &MemoryFactory);
 }
 
 #[test]
 fn sqlite_store_conforms() {
     let scratch = support::Scratch::new("conformance");
-    let counter = std::sync::atomic::AtomicU64::new(0);
-    run("sqlite", &|options| {
-        let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut sqlite = SqliteOptions::new(scratch.join(&format!("store-{n}.db")));
-        sqlite.synchronous = Synchronous::Normal;
-        Ok(Box::new(SqliteStore::open(&sqlite, options)?) as Box<dyn TaskStore>)
-    });
+    run("sqlite", &SqliteFactory::new(scratch.join("stores")));
 }
 
 #[cfg(feature = "postgres")]
@@ -50,10 +42,9 @@ fn postgres_store_conforms() {
     let Some(pg) = support::Postgres::start("conformance") else {
         return;
     };
-    run("postgres", &|options| {
-        let store = tasklatch::store::PostgresStore::open(&pg.url, Some(&pg.schema()), options)?;
-        Ok(Box::new(store) as Box<dyn TaskStore>)
-    });
+    let factory = tasklatch::store::PostgresFactory::new(&pg.url, &pg.schema())
+        .expect("a valid schema prefix");
+    run("postgres", &factory);
 }
 
 #[cfg(not(feature = "postgres"))]

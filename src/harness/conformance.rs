@@ -7,18 +7,20 @@
 //! binding, expiry, cancellation and tenant isolation.
 //!
 //! ```no_run
-//! use tasklatch::{conformance, store::{MemoryStore, TaskStore}};
-//! let outcomes = conformance::run_all(&|options| {
-//!     Ok(Box::new(MemoryStore::open(options)?) as Box<dyn TaskStore>)
-//! });
+//! use tasklatch::{conformance, store::MemoryFactory};
+//! let outcomes = conformance::run_all(&MemoryFactory);
 //! assert!(outcomes.iter().all(|outcome| outcome.passed), "{outcomes:#?}");
 //! ```
+//!
+//! Any [`StoreFactory`] will do, a closure included:
+//! `conformance::run_all(&|options: &StoreOptions| Ok(Box::new(MyStore::open(options)?) as Box<dyn TaskStore>))`.
 
 use crate::contract::{Decision, Negotiated, TaskOutcome, TaskStatus, TaskSupport};
 use crate::fixture::{
     self, Case, ContractEvaluator, Evaluation, Evaluator, FIXTURE_CURSOR_SECRET,
     LIST_LIMIT_DEFAULT, Op, record_of,
 };
+pub use crate::store::StoreFactory;
 use crate::store::{
     CreateCommand, ListQuery, StoreError, StoreOptions, TaskStore, TransitionCommand,
     WrappedRequest,
@@ -28,13 +30,10 @@ use std::collections::BTreeSet;
 use std::fmt::Debug;
 use std::path::Path;
 
-/// Opens a fresh, empty store with the given options.
-pub type StoreFactory<'a> = dyn Fn(&StoreOptions) -> Result<Box<dyn TaskStore>, StoreError> + 'a;
-
 /// One named check. `run` returns a one-line summary on success, the failure otherwise.
 pub struct Check {
     pub name: &'static str,
-    pub run: fn(&StoreFactory<'_>) -> Result<String, String>,
+    pub run: fn(&dyn StoreFactory) -> Result<String, String>,
 }
 
 /// The result of one check against one store.
@@ -94,7 +93,7 @@ pub const CHECKS: &[Check] = &[
 ];
 
 /// Runs every check against stores from `factory`.
-pub fn run_all(factory: &StoreFactory<'_>) -> Vec<CheckOutcome> {
+pub fn run_all(factory: &dyn StoreFactory) -> Vec<CheckOutcome> {
     CHECKS
         .iter()
         .map(|check| match (check.run)(factory) {
@@ -116,11 +115,12 @@ pub fn run_all(factory: &StoreFactory<'_>) -> Vec<CheckOutcome> {
 pub const CONTRACT_FIXTURE: &str = include_str!("../../fixtures/contract/tasks-2025-11-25.json");
 const CONTRACT_FIXTURE_PATH: &str = "fixtures/contract/tasks-2025-11-25.json";
 
-fn fresh(factory: &StoreFactory<'_>) -> Result<Box<dyn TaskStore>, String> {
-    factory(&StoreOptions {
-        cursor_secret: Some(FIXTURE_CURSOR_SECRET.to_vec()),
-    })
-    .map_err(|error| format!("cannot open a fresh store: {error}"))
+fn fresh(factory: &dyn StoreFactory) -> Result<Box<dyn TaskStore>, String> {
+    factory
+        .open(&StoreOptions {
+            cursor_secret: Some(FIXTURE_CURSOR_SECRET.to_vec()),
+        })
+        .map_err(|error| format!("cannot open a fresh store: {error}"))
 }
 
 fn same<T: PartialEq + Debug>(what: &str, actual: T, expected: T) -> Result<(), String> {
@@ -212,11 +212,11 @@ fn create_ok(
 }
 
 /// Drives one fixture case through a fresh store.
-pub struct StoreEvaluator<'f, 'a> {
-    pub factory: &'f StoreFactory<'a>,
+pub struct StoreEvaluator<'f> {
+    pub factory: &'f dyn StoreFactory,
 }
 
-impl Evaluator for StoreEvaluator<'_, '_> {
+impl Evaluator for StoreEvaluator<'_> {
     fn evaluate(&mut self, case: &Case) -> Result<Evaluation, String> {
         let store = fresh(self.factory)?;
         let records: Vec<_> = case.stored.iter().map(record_of).collect();
@@ -319,7 +319,7 @@ impl Evaluator for StoreEvaluator<'_, '_> {
     }
 }
 
-fn contract_fixture_replay(factory: &StoreFactory<'_>) -> Result<String, String> {
+fn contract_fixture_replay(factory: &dyn StoreFactory) -> Result<String, String> {
     let loaded = fixture::parse_fixture(
         Path::new(CONTRACT_FIXTURE_PATH),
         CONTRACT_FIXTURE.as_bytes(),
@@ -355,7 +355,7 @@ fn contract_fixture_replay(factory: &StoreFactory<'_>) -> Result<String, String>
     }
 }
 
-fn versions_grow_by_one(factory: &StoreFactory<'_>) -> Result<String, String> {
+fn versions_grow_by_one(factory: &dyn StoreFactory) -> Result<String, String> {
     let store = fresh(factory)?;
     let created = create_ok(
         &*store,
@@ -431,7 +431,7 @@ fn versions_grow_by_one(factory: &StoreFactory<'_>) -> Result<String, String> {
     Ok(format!("{} writes, final version {version}", steps.len()))
 }
 
-fn idempotent_creation(factory: &StoreFactory<'_>) -> Result<String, String> {
+fn idempotent_creation(factory: &dyn StoreFactory) -> Result<String, String> {
     let store = fresh(factory)?;
     let first = create_ok(
         &*store,
@@ -485,7 +485,7 @@ fn idempotent_creation(factory: &StoreFactory<'_>) -> Result<String, String> {
     Ok("replay, collision, per-caller keys, keyless and synchronous calls".into())
 }
 
-fn outbox_written_with_task(factory: &StoreFactory<'_>) -> Result<String, String> {
+fn outbox_written_with_task(factory: &dyn StoreFactory) -> Result<String, String> {
     let store = fresh(factory)?;
     let accepted = command(ALICE, "o1", Some("k"), "2026-06", 10);
     create_ok(&*store, &accepted, Decision::AcceptTask)?;
@@ -538,7 +538,7 @@ fn outbox_written_with_task(factory: &StoreFactory<'_>) -> Result<String, String
     Ok("1 accepted task, 1 entry; 5 refusals and replays, none".into())
 }
 
-fn leases_redeliver_and_fence_acks(factory: &StoreFactory<'_>) -> Result<String, String> {
+fn leases_redeliver_and_fence_acks(factory: &dyn StoreFactory) -> Result<String, String> {
     let store = fresh(factory)?;
     create_ok(
         &*store,
@@ -646,7 +646,7 @@ fn leases_redeliver_and_fence_acks(factory: &StoreFactory<'_>) -> Result<String,
     Ok("lease, redelivery, fenced ack, release, batch order".into())
 }
 
-fn pagination_1000_tasks_3_callers(factory: &StoreFactory<'_>) -> Result<String, String> {
+fn pagination_1000_tasks_3_callers(factory: &dyn StoreFactory) -> Result<String, String> {
     let store = fresh(factory)?;
     let callers = [ALICE, BOB, CAROL];
     let mut expected: [Vec<String>; 3] = Default::default();
@@ -713,7 +713,7 @@ fn pagination_1000_tasks_3_callers(factory: &StoreFactory<'_>) -> Result<String,
     Ok(format!("1000 tasks, 3 callers, {pages} pages of 37"))
 }
 
-fn cursors_bound_to_caller(factory: &StoreFactory<'_>) -> Result<String, String> {
+fn cursors_bound_to_caller(factory: &dyn StoreFactory) -> Result<String, String> {
     let store = fresh(factory)?;
     for index in 0..5 {
         create_ok(
@@ -774,7 +774,7 @@ fn cursors_bound_to_caller(factory: &StoreFactory<'_>) -> Result<String, String>
     Ok("stolen, tampered and garbage cursors refused".into())
 }
 
-fn expiry_blocks_late_work_and_sweeps(factory: &StoreFactory<'_>) -> Result<String, String> {
+fn expiry_blocks_late_work_and_sweeps(factory: &dyn StoreFactory) -> Result<String, String> {
     let store = fresh(factory)?;
     let mut short = command(ALICE, "e1", Some("k"), "2026-06", 0);
     short.ttl_ms = Some(1_000);
@@ -887,7 +887,7 @@ fn expiry_blocks_late_work_and_sweeps(factory: &StoreFactory<'_>) -> Result<Stri
     Ok("late work refused at expires_at; key released; swept with outbox".into())
 }
 
-fn cancel_is_atomic_and_wins(factory: &StoreFactory<'_>) -> Result<String, String> {
+fn cancel_is_atomic_and_wins(factory: &dyn StoreFactory) -> Result<String, String> {
     let store = fresh(factory)?;
     create_ok(
         &*store,
@@ -992,7 +992,7 @@ fn cancel_is_atomic_and_wins(factory: &StoreFactory<'_>) -> Result<String, Strin
     Ok("cancel applied atomically, late completions refused".into())
 }
 
-fn tenants_are_isolated(factory: &StoreFactory<'_>) -> Result<String, String> {
+fn tenants_are_isolated(factory: &dyn StoreFactory) -> Result<String, String> {
     let store = fresh(factory)?;
     create_ok(
         &*store,
@@ -1055,7 +1055,7 @@ fn tenants_are_isolated(factory: &StoreFactory<'_>) -> Result<String, String> {
     Ok("get, result, cancel, transition and list refused across tenants".into())
 }
 
-fn import_is_all_or_nothing(factory: &StoreFactory<'_>) -> Result<String, String> {
+fn import_is_all_or_nothing(factory: &dyn StoreFactory) -> Result<String, String> {
     let store = fresh(factory)?;
     let one = command(ALICE, "m1", None, "2026-06", 10).admission_record(
         crate::contract::request_digest("tools/call", "export", None),

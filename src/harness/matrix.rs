@@ -8,12 +8,12 @@
 //! [`Matrix::shortfalls`] states what each engine must kill; a mutant surviving an engine
 //! that should kill it is a bug in that engine, to be fixed there, not in the mutant.
 
-use crate::conformance::{self, StoreFactory};
+use crate::conformance;
 use crate::fixture::{ContractEvaluator, parse_fixture, replay};
 use crate::interleave::{models, prop};
 use crate::mutants::{Mutant, select};
 use crate::sim::{Scenario, run_seed};
-use crate::store::{MemoryStore, SqliteOptions, SqliteStore, Synchronous, TaskStore};
+use crate::store::{MemoryFactory, SqliteFactory, StoreFactory};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -133,12 +133,35 @@ pub struct Plan {
     /// Where the SQLite stores of the conformance and proptest engines live.
     pub scratch: std::path::PathBuf,
     /// A PostgreSQL server for the conformance engine too (feature `postgres`): each
-    /// store it opens is a fresh schema `tl_matrix_<pid>_<n>`, left behind, so point it
-    /// at a throwaway database.
+    /// store it opens is a fresh schema `tl_matrix_<pid>_<n>`, dropped after use.
     pub postgres_url: Option<String>,
 }
 
 impl Plan {
+    /// The stores the conformance engine checks: memory, SQLite in `scratch`, and
+    /// PostgreSQL when a server is given (each store a fresh schema `tl_matrix_<pid>_<n>`).
+    fn factories(&self) -> Vec<Box<dyn StoreFactory>> {
+        let mut factories: Vec<Box<dyn StoreFactory>> = vec![
+            Box::new(MemoryFactory),
+            Box::new(SqliteFactory::new(&self.scratch)),
+        ];
+        factories.extend(self.postgres_factory());
+        factories
+    }
+
+    #[cfg(feature = "postgres")]
+    fn postgres_factory(&self) -> Option<Box<dyn StoreFactory>> {
+        let url = self.postgres_url.as_ref()?;
+        let factory = crate::store::PostgresFactory::new(url, "tl_matrix");
+        Some(Box::new(factory.expect("a valid schema prefix")))
+    }
+
+    /// Without the adapter there is nothing to open (the CLI refuses `--postgres`).
+    #[cfg(not(feature = "postgres"))]
+    fn postgres_factory(&self) -> Option<Box<dyn StoreFactory>> {
+        None
+    }
+
     /// Every mutant, the unmutated build first, every engine.
     pub fn full(scratch: impl Into<std::path::PathBuf>) -> Plan {
         let mut mutants = vec![None];
@@ -205,7 +228,7 @@ fn run_engine(engine: Engine, plan: &Plan) -> (bool, u64, String) {
         Engine::Fixture => fixture_engine(),
         Engine::Conformance => conformance_engine(plan),
         Engine::Simulation => simulation_engine(),
-        Engine::Proptest => proptest_engine(),
+        Engine::Proptest => proptest_engine(plan),
         Engine::Loom => loom_engine(),
     }
 }
@@ -240,64 +263,25 @@ fn fixture_engine() -> (bool, u64, String) {
 }
 
 fn conformance_engine(plan: &Plan) -> (bool, u64, String) {
-    let scratch = &plan.scratch;
-    let memory: &StoreFactory<'_> =
-        &|options| Ok(Box::new(MemoryStore::open(options)?) as Box<dyn TaskStore>);
-    // Fresh names across every cell of the run: a store left by an earlier cell must
-    // never be reopened.
-    static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let counter = &OPENED;
-    let sqlite: &StoreFactory<'_> = &|options| {
-        let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = scratch.join(format!("matrix-{}-{n}.db", std::process::id()));
-        let mut sqlite = SqliteOptions::new(path);
-        sqlite.synchronous = Synchronous::Normal;
-        Ok(Box::new(SqliteStore::open(&sqlite, options)?) as Box<dyn TaskStore>)
-    };
-    let postgres = postgres_factory(plan.postgres_url.as_deref(), counter);
-    let adapters: Vec<(&str, &StoreFactory<'_>)> = [("memory", memory), ("sqlite", sqlite)]
-        .into_iter()
-        .chain(postgres.as_deref().map(|factory| ("postgres", factory)))
-        .collect();
     // Every adapter enforces the guards in its own code (the SQL ones in their
     // predicates), so each must fail on its own for the mutant to count as killed.
-    let adapter_count = adapters.len();
+    let factories = plan.factories();
     let mut spent = 0;
     let mut failures = Vec::new();
-    for (label, factory) in adapters {
+    for factory in &factories {
         for check in conformance::CHECKS {
             spent += 1;
-            if let Err(detail) = (check.run)(factory) {
-                failures.push(format!("{label} {}: {detail}", check.name));
+            if let Err(detail) = (check.run)(factory.as_ref()) {
+                failures.push(format!("{} {}: {detail}", factory.name(), check.name));
                 break;
             }
         }
     }
-    (failures.len() == adapter_count, spent, failures.join("; "))
-}
-
-/// Opens each PostgreSQL store in a fresh schema `tl_matrix_<pid>_<n>`.
-#[cfg(feature = "postgres")]
-fn postgres_factory<'a>(
-    url: Option<&'a str>,
-    counter: &'a std::sync::atomic::AtomicU64,
-) -> Option<Box<StoreFactory<'a>>> {
-    let url = url?;
-    Some(Box::new(move |options| {
-        let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let schema = format!("tl_matrix_{}_{n}", std::process::id());
-        let store = crate::store::PostgresStore::open(url, Some(&schema), options)?;
-        Ok(Box::new(store) as Box<dyn TaskStore>)
-    }))
-}
-
-/// Without the adapter there is nothing to open (the CLI refuses `--postgres`).
-#[cfg(not(feature = "postgres"))]
-fn postgres_factory<'a>(
-    _url: Option<&'a str>,
-    _counter: &'a std::sync::atomic::AtomicU64,
-) -> Option<Box<StoreFactory<'a>>> {
-    None
+    (
+        failures.len() == factories.len(),
+        spent,
+        failures.join("; "),
+    )
 }
 
 fn simulation_engine() -> (bool, u64, String) {
@@ -322,17 +306,18 @@ fn simulation_engine() -> (bool, u64, String) {
 /// The everyday budget of the proptest engine: cases per adapter.
 pub const PROPTEST_CASES: u32 = 256;
 
-fn proptest_engine() -> (bool, u64, String) {
-    // Killed only when both adapters kill: each enforces the guard in its own way.
+fn proptest_engine(plan: &Plan) -> (bool, u64, String) {
+    // Killed only when every adapter kills: each enforces the guard in its own way.
     let mut spent = 0;
     let mut details = Vec::new();
-    for adapter in [prop::Adapter::Memory, prop::Adapter::Sqlite] {
-        match prop::search(adapter, PROPTEST_CASES, prop::EVERYDAY_SEED) {
+    for factory in plan.factories() {
+        match prop::search(factory.as_ref(), PROPTEST_CASES, prop::EVERYDAY_SEED) {
             Ok(()) => return (false, spent + u64::from(PROPTEST_CASES), String::new()),
             Err(found) => {
                 spent += u64::from(found.cases_to_fail);
                 details.push(format!(
-                    "{adapter:?} shrank to {} steps: {}",
+                    "{} shrank to {} steps: {}",
+                    factory.name(),
                     found.steps.len(),
                     found.message
                 ));

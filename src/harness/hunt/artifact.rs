@@ -46,6 +46,9 @@ pub struct FailureRecord {
     /// The knobs and faults the seed drew.
     pub plan: Option<Plan>,
     pub minimised: Option<Minimised>,
+    /// The store URL the run used (`--store`); absent for the default memory store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
 }
 
 /// The minimised run of a failure.
@@ -81,7 +84,13 @@ impl FailureRecord {
             violations: outcome.violations.iter().map(|v| v.to_string()).collect(),
             trace_hash: outcome.trace_hash.clone(),
             events: outcome.history.len(),
-            repro: crate::sim::repro_command(&outcome.scenario, outcome.seed, mutant),
+            repro: crate::sim::repro_command(
+                &outcome.scenario,
+                outcome.seed,
+                mutant,
+                outcome.store_url.as_deref(),
+            ),
+            store: outcome.store_url.clone(),
             plan: outcome.plan.clone(),
             minimised: None,
         }
@@ -158,7 +167,12 @@ pub fn write_failure(
     if let Some(shrunk) = shrunk {
         let file = folder.join("minimal.scenario.json");
         let file_name = file.display().to_string();
-        let repro = crate::sim::repro_command(&file_name, shrunk.outcome.seed, mutant);
+        let repro = crate::sim::repro_command(
+            &file_name,
+            shrunk.outcome.seed,
+            mutant,
+            shrunk.outcome.store_url.as_deref(),
+        );
         write_whole(&file, &pretty(&shrunk.scenario))?;
         write_whole(
             &folder.join("minimal.timeline.txt"),

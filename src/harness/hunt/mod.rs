@@ -7,7 +7,7 @@
 //! seed runs every selected scenario. Which seeds a budgeted hunt reaches depends on the
 //! machine's speed; what each seed does never does (the run is deterministic).
 //!
-//! Each seed is one deterministic simulation ([`crate::sim::run_seed`]); the hunt's own
+//! Each seed is one deterministic simulation ([`crate::sim::Sim`]); the hunt's own
 //! threads, clock and channel only schedule them, outside any simulation.
 //! [`artifact`] writes what a failure leaves behind, [`swimlane`] draws it, and
 //! [`crate::sim::shrink`] minimises its fault schedule.
@@ -15,8 +15,12 @@
 pub mod artifact;
 pub mod swimlane;
 
-use crate::sim::{KNOWN_MARKS, Scenario, SimOutcome, run_seed};
+use crate::sim::{KNOWN_MARKS, Scenario, Sim, SimOutcome};
+use crate::store::{MemoryFactory, StoreFactory};
+use artifact::FailureRecord;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -49,9 +53,11 @@ impl Shard {
 }
 
 /// What to hunt and for how long.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct HuntConfig {
     pub scenarios: Vec<Scenario>,
+    /// The store every run opens fresh ([`HuntConfig::memory`]'s default: memory).
+    pub store: Arc<dyn StoreFactory>,
     /// The seed space starts here; shards of one hunt must share it.
     pub first_seed: u64,
     pub shard: Shard,
@@ -68,6 +74,22 @@ pub struct HuntConfig {
 }
 
 impl HuntConfig {
+    /// A hunt of `scenarios` on the memory store, one job, from seed 0, until `seeds`
+    /// seeds have run; set the other fields as needed.
+    pub fn memory(scenarios: Vec<Scenario>, seeds: u64) -> HuntConfig {
+        HuntConfig {
+            scenarios,
+            store: Arc::new(MemoryFactory),
+            first_seed: 0,
+            shard: Shard::WHOLE,
+            budget: None,
+            seeds: Some(seeds),
+            jobs: 1,
+            keep_going: false,
+            failures_max: 1,
+        }
+    }
+
     /// The `index`-th run of this shard: which scenario, which seed.
     pub fn run_at(&self, index: u64) -> (usize, u64) {
         let scenarios = self.scenarios.len() as u64;
@@ -166,7 +188,9 @@ pub fn hunt(config: &HuntConfig, progress: &mut dyn FnMut(&Progress)) -> HuntRep
                         break;
                     }
                     let (scenario, seed) = config.run_at(index);
-                    let outcome = run_seed(&config.scenarios[scenario], seed);
+                    let outcome = Sim::new(&config.scenarios[scenario])
+                        .store(config.store.as_ref())
+                        .run(seed);
                     if send.send((scenario, outcome)).is_err() {
                         break;
                     }
@@ -225,6 +249,158 @@ fn snapshot(report: &HuntReport, started: Instant) -> Progress {
             .filter(|mark| report.marks.contains_key(**mark))
             .count(),
         elapsed: started.elapsed(),
+    }
+}
+
+/// What a hunt keeps of its failures.
+#[derive(Clone, Debug)]
+pub struct Keep {
+    /// Folder for failure artifacts.
+    pub out: PathBuf,
+    /// Minimise each failure's fault schedule.
+    pub minimise: bool,
+    /// Simulations a minimisation may spend per failure.
+    pub shrink_runs: usize,
+    /// Also write a JUnit XML report here.
+    pub junit: Option<PathBuf>,
+}
+
+/// A hunt with its failures minimised and written.
+pub struct Finished {
+    pub report: HuntReport,
+    /// Each failure's artifact folder and record.
+    pub written: Vec<(PathBuf, FailureRecord)>,
+    /// What could not be done but did not stop the hunt (a failure not minimised).
+    pub warnings: Vec<String>,
+}
+
+/// The whole pipeline: [`hunt`] → minimise each failure ([`crate::sim::shrink`]) → write
+/// its artifacts ([`artifact::write_failure`]) → the JUnit report. Errors are failures to
+/// write; failures found are in [`Finished::report`].
+pub fn hunt_and_keep(
+    config: &HuntConfig,
+    keep: &Keep,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Finished, String> {
+    assert!(
+        keep.shrink_runs > 0,
+        "a minimisation needs at least one run"
+    );
+    let report = hunt(config, progress);
+    let mutant = crate::mutants::active_name();
+    let commit = artifact::commit();
+    let mut written = Vec::new();
+    let mut warnings = Vec::new();
+    for failure in &report.failures {
+        let scenario = config
+            .scenarios
+            .iter()
+            .find(|s| s.name == failure.scenario)
+            .expect("a failure comes from a hunted scenario");
+        let invariant = failure.violations[0].invariant;
+        let shrunk = if keep.minimise {
+            crate::sim::shrink::shrink(
+                scenario,
+                failure,
+                invariant,
+                keep.shrink_runs,
+                config.store.as_ref(),
+            )
+            .map_err(|error| warnings.push(format!("not minimised: {error}")))
+            .ok()
+        } else {
+            None
+        };
+        written.push(artifact::write_failure(
+            &keep.out,
+            failure,
+            &commit,
+            mutant,
+            shrunk.as_ref(),
+        )?);
+    }
+    if let Some(path) = &keep.junit {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|error| format!("{}: {error}", parent.display()))?;
+        }
+        artifact::write_whole(path, &artifact::junit(&report, &written))?;
+    }
+    Ok(Finished {
+        report,
+        written,
+        warnings,
+    })
+}
+
+impl Finished {
+    /// The hunt's closing lines: totals, one line per scenario, marks, and per failure its
+    /// artifacts and the commands that replay it.
+    pub fn summary(&self, config: &HuntConfig, keep: &Keep) -> String {
+        use std::fmt::Write as _;
+        let report = &self.report;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "hunt: {} runs in {:.1} s ({:.0} runs/s on {} jobs), seeds from {} shard {}/{}, {} failing",
+            report.runs,
+            report.elapsed.as_secs_f64(),
+            report.runs as f64 / report.elapsed.as_secs_f64().max(1e-9),
+            config.jobs,
+            config.first_seed,
+            config.shard.index,
+            config.shard.count,
+            report.failing()
+        );
+        for (scenario, tally) in &report.tally {
+            let (low, high) = tally.seeds.unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {scenario:<20} {:>7} runs  seeds {low}..={high}  {} failing",
+                tally.runs, tally.failing
+            );
+        }
+        let missed = report.marks_missed();
+        let _ = writeln!(
+            out,
+            "  marks hit {}/{}{}",
+            KNOWN_MARKS.len() - missed.len(),
+            KNOWN_MARKS.len(),
+            if missed.is_empty() {
+                String::new()
+            } else {
+                format!(" (missed: {})", missed.join(", "))
+            }
+        );
+        for (folder, record) in &self.written {
+            let _ = writeln!(
+                out,
+                "FAILURE {} seed {}: {}",
+                record.scenario,
+                record.seed,
+                record.violations.first().map_or("", String::as_str)
+            );
+            let _ = writeln!(
+                out,
+                "  artifacts: {}/ (failure.json, timeline.txt, swimlane.svg)",
+                folder.display()
+            );
+            let _ = writeln!(out, "  reproduce: {}", record.repro);
+            let _ = writeln!(out, "  trace:     {}", record.trace_hash);
+            if let Some(minimised) = &record.minimised {
+                let _ = writeln!(
+                    out,
+                    "  minimised in {} runs ({} steps kept): {} -> {}",
+                    minimised.runs, minimised.steps, minimised.before, minimised.after
+                );
+                let _ = writeln!(out, "  reproduce minimal: {}", minimised.repro);
+                let _ = writeln!(out, "  minimal trace:     {}", minimised.trace_hash);
+            }
+        }
+        if let Some(path) = &keep.junit {
+            let _ = writeln!(out, "  junit: {}", path.display());
+        }
+        out
     }
 }
 

@@ -17,15 +17,14 @@
 
 use crate::contract::{Decision, Negotiated, TaskOutcome, TaskStatus, TaskSupport};
 use crate::store::{
-    CreateCommand, ListQuery, MemoryStore, SqliteOptions, SqliteStore, StoreError, StoreOptions,
-    Synchronous, TaskStore, TransitionCommand, WrappedRequest,
+    CreateCommand, ListQuery, StoreError, StoreFactory, StoreOptions, TaskStore, TransitionCommand,
+    WrappedRequest,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 /// Tenants (clients) in a case.
 pub const TENANTS: u8 = 3;
@@ -629,61 +628,23 @@ impl ReferenceStateMachine for ModelMachine {
     }
 }
 
-/// Which adapter a run drives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Adapter {
-    Memory,
-    Sqlite,
-}
-
 /// The system under test: a store and what its actors hold between steps.
 pub struct Sut {
     store: Box<dyn TaskStore>,
     /// Per tenant, the next-page cursor its last page returned.
     cursors: BTreeMap<u8, String>,
-    /// Where an SQLite case keeps its file (removed on drop).
-    path: Option<PathBuf>,
-}
-
-impl Drop for Sut {
-    fn drop(&mut self) {
-        if let Some(path) = &self.path {
-            for suffix in ["", "-wal", "-shm"] {
-                let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-            }
-        }
-    }
 }
 
 impl Sut {
-    pub fn open(adapter: Adapter) -> Result<Sut, StoreError> {
+    /// A fresh store from `factory`, its cursors bound with the machine's secret.
+    pub fn open(factory: &dyn StoreFactory) -> Result<Sut, StoreError> {
         let options = StoreOptions {
             cursor_secret: Some(b"proptest cursor secret".to_vec()),
         };
-        match adapter {
-            Adapter::Memory => Ok(Sut {
-                store: Box::new(MemoryStore::open(&options)?),
-                cursors: BTreeMap::new(),
-                path: None,
-            }),
-            Adapter::Sqlite => {
-                use std::sync::atomic::{AtomicU64, Ordering};
-                static CASE: AtomicU64 = AtomicU64::new(0);
-                let path = std::env::temp_dir().join(format!(
-                    "tasklatch-prop-{}-{}.db",
-                    std::process::id(),
-                    CASE.fetch_add(1, Ordering::Relaxed)
-                ));
-                let mut sqlite = SqliteOptions::new(&path);
-                sqlite.synchronous = Synchronous::Normal;
-                let store = SqliteStore::open(&sqlite, &options)?;
-                Ok(Sut {
-                    store: Box::new(store),
-                    cursors: BTreeMap::new(),
-                    path: Some(path),
-                })
-            }
-        }
+        Ok(Sut {
+            store: factory.open(&options)?,
+            cursors: BTreeMap::new(),
+        })
     }
 
     /// Runs `step` against the store and compares the answer with `model.expect`
@@ -909,11 +870,11 @@ impl Sut {
 /// `seen` counts the steps applied, as proptest-state-machine's shrinker needs (it first
 /// drops the steps a failing case never reached).
 pub fn run_steps(
-    adapter: Adapter,
+    factory: &dyn StoreFactory,
     steps: &[Step],
     seen: Option<&std::sync::atomic::AtomicUsize>,
 ) -> Result<(), String> {
-    let mut sut = Sut::open(adapter).map_err(|error| format!("open the store: {error}"))?;
+    let mut sut = Sut::open(factory).map_err(|error| format!("open the store: {error}"))?;
     let mut model = Model::default();
     for step in steps {
         if let Some(seen) = seen {
@@ -928,20 +889,16 @@ pub fn run_steps(
     Ok(())
 }
 
-/// The proptest-state-machine binding, for `prop_state_machine!` tests.
-pub struct StoreMachine<const SQLITE: bool>;
+/// The proptest-state-machine binding, for `prop_state_machine!` tests: each case runs on
+/// a fresh store from `F::default()` (e.g. `StoreMachine<MemoryFactory>`).
+pub struct StoreMachine<F>(std::marker::PhantomData<F>);
 
-impl<const SQLITE: bool> StateMachineTest for StoreMachine<SQLITE> {
+impl<F: StoreFactory + Default> StateMachineTest for StoreMachine<F> {
     type SystemUnderTest = Sut;
     type Reference = ModelMachine;
 
     fn init_test(_model: &Model) -> Sut {
-        Sut::open(if SQLITE {
-            Adapter::Sqlite
-        } else {
-            Adapter::Memory
-        })
-        .expect("open the store under test")
+        Sut::open(&F::default()).expect("open the store under test")
     }
 
     fn apply(mut sut: Sut, model: &Model, step: Step) -> Sut {
@@ -962,9 +919,9 @@ pub struct Found {
     pub message: String,
 }
 
-/// Runs `cases` generated cases from `seed` against `adapter`; the first failure is
-/// shrunk. No persistence: the matrix and tests that need it configure their own.
-pub fn search(adapter: Adapter, cases: u32, seed: u64) -> Result<(), Found> {
+/// Runs `cases` generated cases from `seed` against stores from `factory`; the first
+/// failure is shrunk. No persistence: the matrix and tests that need it configure their own.
+pub fn search(factory: &dyn StoreFactory, cases: u32, seed: u64) -> Result<(), Found> {
     let config = Config {
         cases,
         failure_persistence: None,
@@ -984,7 +941,7 @@ pub fn search(adapter: Adapter, cases: u32, seed: u64) -> Result<(), Found> {
             if first_fail.get().is_none() {
                 ran.set(ran.get() + 1);
             }
-            run_steps(adapter, &steps, seen.as_deref()).map_err(|message| {
+            run_steps(factory, &steps, seen.as_deref()).map_err(|message| {
                 if first_fail.get().is_none() {
                     first_fail.set(Some(ran.get()));
                 }

@@ -16,8 +16,8 @@ pub use scenario::{
     FaultKind, Faults, KNOWN_MARKS, Knobs, Plan, PlannedFault, SCENARIO_SCHEMA, Scenario,
 };
 pub use world::{
-    SimOutcome, Sweep, offset_ms, parse_seed_range, repro_command, run_seed, run_seed_with,
-    seeds_from_env,
+    Sim, SimOutcome, Sweep, offset_ms, parse_seed_range, repro_command, run_seed, run_seed_with,
+    seeds_from_env, store_for,
 };
 
 use crate::runtime::{BoxFuture, Env};

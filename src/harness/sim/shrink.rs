@@ -16,7 +16,8 @@
 //! fewest moving parts that still fail, and the seed that shows it.
 
 use super::scenario::{Plan, Scenario};
-use super::world::{SimOutcome, run_seed};
+use super::world::{Sim, SimOutcome};
+use crate::store::StoreFactory;
 use serde::{Deserialize, Serialize};
 
 /// Seeds tried per candidate: its own first, then the next ones. A smaller schedule
@@ -99,7 +100,9 @@ pub fn shrink(
     failing: &SimOutcome,
     invariant: &str,
     runs_max: usize,
+    store: &dyn StoreFactory,
 ) -> Result<Shrunk, String> {
+    let run_seed = |scenario: &Scenario, seed: u64| Sim::new(scenario).store(store).run(seed);
     assert!(runs_max > 0, "a shrink needs at least the pinning run");
     let seed = failing.seed;
     let plan = failing.plan.clone().ok_or_else(|| {

@@ -17,8 +17,8 @@ use crate::runtime::{
     QueueError, Receipt, Runtime, RuntimeConfig, ToolStep, Tools,
 };
 use crate::store::{
-    Answer, CreateCommand, ListPage, ListQuery, MemoryStore, OutboxClaim, StoreError, StoreOptions,
-    TaskStore, TransitionCommand, WrappedRequest,
+    Answer, CreateCommand, ListPage, ListQuery, MemoryFactory, OutboxClaim, StoreError,
+    StoreFactory, StoreOptions, TaskStore, TransitionCommand, WrappedRequest,
 };
 use madsim::runtime::{Handle, NodeHandle};
 use serde_json::json;
@@ -119,6 +119,11 @@ pub struct SimOutcome {
     pub lanes: Vec<String>,
     /// Every node of the world by name, whether or not it recorded anything.
     pub nodes: Vec<String>,
+    /// The store the run used: its factory's name (`memory`, `sqlite`, yours).
+    pub store: String,
+    /// The URL that reopens that kind of store (`--store`); `None` for the default memory
+    /// store and for stores the CLI cannot name.
+    pub store_url: Option<String>,
 }
 
 impl SimOutcome {
@@ -131,29 +136,63 @@ impl SimOutcome {
             .collect()
     }
 
-    /// The line a user pastes to replay this run (with the active mutant, if any).
+    /// The line a user pastes to replay this run (with the active mutant and the store,
+    /// if any).
     pub fn repro_command(&self) -> String {
-        repro_command(&self.scenario, self.seed, crate::mutants::active_name())
+        repro_command(
+            &self.scenario,
+            self.seed,
+            crate::mutants::active_name(),
+            self.store_url.as_deref(),
+        )
     }
 }
 
 /// The line a user pastes to replay `seed` of `scenario` (a name, or a scenario file) with
-/// `mutant` on; it prints the run's timeline and trace hash.
-pub fn repro_command(scenario: &str, seed: u64, mutant: Option<&str>) -> String {
-    let quoted = if scenario
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
-    {
-        scenario.to_owned()
-    } else {
-        format!("'{}'", scenario.replace('\'', r"'\''"))
+/// `mutant` on, on the store `store_url` names (the memory store when `None`); it prints
+/// the run's timeline and trace hash.
+pub fn repro_command(
+    scenario: &str,
+    seed: u64,
+    mutant: Option<&str>,
+    store_url: Option<&str>,
+) -> String {
+    let quote = |text: &str| {
+        if text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:".contains(&b))
+        {
+            text.to_owned()
+        } else {
+            format!("'{}'", text.replace('\'', r"'\''"))
+        }
     };
+    let quoted = quote(scenario);
+    let store = store_url
+        .map(|url| format!(" --store {}", quote(url)))
+        .unwrap_or_default();
     match mutant {
-        None => format!("cargo run --features sim -- repro --scenario {quoted} --seed {seed}"),
+        None => {
+            format!("cargo run --features sim -- repro --scenario {quoted} --seed {seed}{store}")
+        }
         Some(mutant) => format!(
-            "TASKLATCH_MUTANT={mutant} cargo run --features mutants -- repro --scenario {quoted} --seed {seed}"
+            "TASKLATCH_MUTANT={mutant} cargo run --features mutants -- repro --scenario {quoted} --seed {seed}{store}"
         ),
     }
+}
+
+/// The factory for a `--store` URL the simulation can run: `memory:` or `sqlite:DIR`.
+/// A networked store (PostgreSQL) is refused: it would run outside the simulation's
+/// control — its own threads, sockets and clock — so no seed could replay.
+pub fn store_for(url: &str) -> Result<Box<dyn StoreFactory>, String> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Err(format!(
+            "--store {url:?}: the simulation runs its store in-process on one deterministic \
+             thread; a networked store (PostgreSQL) cannot replay a seed. Check PostgreSQL \
+             with the conformance suite and the proptest machine instead"
+        ));
+    }
+    crate::store::factory_for(url).map_err(|error| format!("--store: {error}"))
 }
 
 /// Seeds from `SIM_SEED=n` or `SIM_SEEDS=a..b`, else `default`.
@@ -188,9 +227,9 @@ pub fn parse_seed_range(text: &str) -> Result<std::ops::Range<u64>, String> {
     Ok(a..b)
 }
 
-/// Runs one seed of `scenario` on a fresh OS thread (madsim keeps per-thread state).
+/// Runs one seed of `scenario` on the memory store: `Sim::new(scenario).run(seed)`.
 pub fn run_seed(scenario: &Scenario, seed: u64) -> SimOutcome {
-    run_seed_with(scenario, seed, None)
+    Sim::new(scenario).run(seed)
 }
 
 /// A planned crash: the node that is the `arrival`-th (1-based) to reach `point` during
@@ -204,6 +243,114 @@ pub struct Sweep {
 
 /// [`run_seed`] with an optional planned crash.
 pub fn run_seed_with(scenario: &Scenario, seed: u64, sweep: Option<Sweep>) -> SimOutcome {
+    let mut sim = Sim::new(scenario);
+    sim.sweep = sweep;
+    sim.run(seed)
+}
+
+/// A simulated world, built: a scenario, the store under test, an optional planned crash.
+///
+/// ```no_run
+/// # use tasklatch::{sim::{Scenario, Sim}, store::SqliteFactory};
+/// let scenario = Scenario::by_name("baseline").unwrap();
+/// let sqlite = SqliteFactory::default();
+/// let outcome = Sim::new(&scenario).store(&sqlite).run(7);
+/// assert!(outcome.violations.is_empty(), "{}", outcome.repro_command());
+/// ```
+///
+/// The store runs inside the simulation, on its one thread, so it must be in-process and
+/// deterministic: no threads or runtimes of its own, no clock (time comes in as `now_ms`),
+/// no network, no unseeded randomness. Each call then runs whole between two simulated
+/// steps: the simulation finds races *between* the store's operations (and what crashes and
+/// outages do to them), never inside one — that is loom's job and the real race tests'.
+pub struct Sim<'a> {
+    scenario: &'a Scenario,
+    store: &'a dyn StoreFactory,
+    sweep: Option<Sweep>,
+}
+
+impl<'a> Sim<'a> {
+    /// `scenario` on a fresh [`MemoryStore`](crate::store::MemoryStore) per seed.
+    pub fn new(scenario: &'a Scenario) -> Sim<'a> {
+        Sim {
+            scenario,
+            store: &MemoryFactory,
+            sweep: None,
+        }
+    }
+
+    /// Runs every seed on a fresh store from `factory`.
+    pub fn store(mut self, factory: &'a dyn StoreFactory) -> Sim<'a> {
+        self.store = factory;
+        self
+    }
+
+    /// Crashes the `arrival`-th node to reach `point`.
+    pub fn sweep(mut self, sweep: Sweep) -> Sim<'a> {
+        self.sweep = Some(sweep);
+        self
+    }
+
+    /// Runs one seed on a fresh OS thread (madsim keeps per-thread state).
+    pub fn run(&self, seed: u64) -> SimOutcome {
+        let store = match self.store.open(&StoreOptions {
+            cursor_secret: Some(b"simulation".to_vec()),
+        }) {
+            Ok(store) => store,
+            Err(error) => {
+                let mut outcome = SimOutcome::unfinished(
+                    self.scenario,
+                    seed,
+                    "store",
+                    format!("cannot open a fresh {} store: {error}", self.store.name()),
+                );
+                outcome.store = self.store.name().to_owned();
+                outcome.store_url = self.store.url();
+                return outcome;
+            }
+        };
+        let mut outcome = run_world(self.scenario, seed, self.sweep, store);
+        outcome.store = self.store.name().to_owned();
+        outcome.store_url = self.store.url();
+        outcome
+    }
+}
+
+impl SimOutcome {
+    /// A run that ended before its checks, with one pseudo-violation saying why.
+    fn unfinished(
+        scenario: &Scenario,
+        seed: u64,
+        invariant: &'static str,
+        detail: String,
+    ) -> SimOutcome {
+        SimOutcome {
+            scenario: scenario.name.clone(),
+            seed,
+            plan: None,
+            violations: vec![Violation {
+                invariant,
+                task_id: String::new(),
+                detail,
+                events: Vec::new(),
+            }],
+            marks: BTreeMap::new(),
+            trace_hash: trace_hash(&[], &[]),
+            history: Vec::new(),
+            lanes: Vec::new(),
+            nodes: Vec::new(),
+            store: String::new(),
+            store_url: None,
+        }
+    }
+}
+
+fn run_world(
+    scenario: &Scenario,
+    seed: u64,
+    sweep: Option<Sweep>,
+    store: Box<dyn TaskStore>,
+) -> SimOutcome {
     let name = scenario.name.clone();
     let scenario = scenario.clone();
     // Kept outside the simulation thread, so a panicking run still leaves its history.
@@ -214,7 +361,7 @@ pub fn run_seed_with(scenario: &Scenario, seed: u64, sweep: Option<Sweep>) -> Si
             madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
         // Simulated time; a run that does not finish by then is a hang, reported as one.
         runtime.set_time_limit(Duration::from_secs(3_600));
-        runtime.block_on(simulate(scenario, seed, recorded, sweep))
+        runtime.block_on(simulate(scenario, seed, recorded, sweep, store))
     })
     .join();
     joined.unwrap_or_else(|panic| {
@@ -244,6 +391,8 @@ pub fn run_seed_with(scenario: &Scenario, seed: u64, sweep: Option<Sweep>) -> Si
             history: events,
             lanes,
             nodes: history.node_names(),
+            store: String::new(),
+            store_url: None,
         }
     })
 }
@@ -363,11 +512,11 @@ impl History {
     }
 }
 
-/// The store as the simulation sees it: the real `MemoryStore`, with every applied change
+/// The store as the simulation sees it: the store under test, with every applied change
 /// recorded into the history. (The oracle uses these as facts of what was written; it
 /// never asks the store to judge itself.)
 struct RecordingStore {
-    inner: MemoryStore,
+    inner: Box<dyn TaskStore>,
     history: Arc<History>,
     /// False while the store node is down: every operation fails before touching state
     /// (a transaction in flight is lost whole; committed state survives).
@@ -1277,6 +1426,7 @@ async fn simulate(
     seed: u64,
     history: Arc<History>,
     sweep: Option<Sweep>,
+    inner: Box<dyn TaskStore>,
 ) -> SimOutcome {
     let handle = Handle::current();
     // Drawn even when pinned, so a pinned copy of a drawn run replays it exactly.
@@ -1296,10 +1446,7 @@ async fn simulate(
         at_ms: SimEnv.now_ms(),
     });
     let store = Arc::new(RecordingStore {
-        inner: MemoryStore::open(&StoreOptions {
-            cursor_secret: Some(b"simulation".to_vec()),
-        })
-        .expect("a memory store with a given secret opens"),
+        inner,
         history: history.clone(),
         up: std::sync::atomic::AtomicBool::new(true),
     });
@@ -1349,11 +1496,14 @@ async fn simulate(
         ));
     }
     let _sweeper = runtime_node(&handle, &shared, "sweeper".into(), Role::Sweeper);
+    let mut nodes: Vec<madsim::task::NodeId> = killable.iter().map(NodeHandle::id).collect();
+    nodes.push(_sweeper.id());
     let clients: Vec<_> = (0..scenario.tenants)
         .map(|tenant| {
             let name = format!("client-{tenant}");
             let node = handle.create_node().name(name.clone()).build();
             history.name(node.id(), &name);
+            nodes.push(node.id());
             node.spawn(client(shared.clone(), tenant))
         })
         .collect();
@@ -1449,6 +1599,12 @@ async fn simulate(
     );
     let trace_hash = trace_hash(&events, &lanes);
     let marks = std::mem::take(&mut *history.marks.lock().expect("marks"));
+    // madsim leaks the tasks still pending when its runtime ends (every node's loop is):
+    // kill the nodes, which drops them, so a run frees its world — and its store, whose
+    // drop may clean up after it (a scratch database file).
+    for node in nodes {
+        handle.kill(node);
+    }
     SimOutcome {
         scenario: scenario.name,
         seed,
@@ -1459,5 +1615,7 @@ async fn simulate(
         history: events,
         lanes,
         nodes: history.node_names(),
+        store: String::new(),
+        store_url: None,
     }
 }

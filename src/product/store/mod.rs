@@ -22,6 +22,7 @@
 //! Store addresses are URLs ([`StoreUrl`]): `memory:`, `sqlite:PATH`, `postgres://…`.
 
 mod error;
+mod factory;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -30,6 +31,9 @@ mod sqlite;
 mod url;
 
 pub use error::StoreError;
+#[cfg(feature = "postgres")]
+pub use factory::PostgresFactory;
+pub use factory::{MemoryFactory, SqliteFactory, StoreFactory, factory_for};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
@@ -279,51 +283,120 @@ pub trait TaskStore: Send + Sync {
     fn import(&self, records: &[TaskRecord]) -> Result<(), StoreError>;
 }
 
-/// A shared store is a store: several handles (threads, nodes) on one `Arc`.
-impl<S: TaskStore + ?Sized> TaskStore for std::sync::Arc<S> {
-    fn create(&self, command: &CreateCommand) -> Result<Answer, StoreError> {
-        (**self).create(command)
-    }
-    fn transition(&self, command: &TransitionCommand) -> Result<Answer, StoreError> {
-        (**self).transition(command)
-    }
-    fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        (**self).read(task_id)
-    }
-    fn cancel(
-        &self,
-        negotiated: Negotiated,
-        caller: &str,
-        task_id: &str,
-        now_ms: u64,
-    ) -> Result<Answer, StoreError> {
-        (**self).cancel(negotiated, caller, task_id, now_ms)
-    }
-    fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
-        (**self).list(query)
-    }
-    fn claim(
-        &self,
-        worker: &str,
-        now_ms: u64,
-        lease_ms: u64,
-        max: usize,
-    ) -> Result<Vec<OutboxClaim>, StoreError> {
-        (**self).claim(worker, now_ms, lease_ms, max)
-    }
-    fn ack(&self, task_id: &str, attempt: u32, now_ms: u64) -> Result<bool, StoreError> {
-        (**self).ack(task_id, attempt, now_ms)
-    }
-    fn release_expired_leases(&self, now_ms: u64) -> Result<usize, StoreError> {
-        (**self).release_expired_leases(now_ms)
-    }
-    fn sweep_expired(&self, now_ms: u64, max: usize) -> Result<usize, StoreError> {
-        (**self).sweep_expired(now_ms, max)
-    }
-    fn import(&self, records: &[TaskRecord]) -> Result<(), StoreError> {
-        (**self).import(records)
-    }
+/// Implements [`TaskStore`] for a wrapper by forwarding every operation to the store
+/// `$inner` evaluates to (with `$this` bound to `&self`).
+macro_rules! delegate_task_store {
+    ([$($generics:tt)*] $ty:ty, |$this:ident| $inner:expr) => {
+        impl<$($generics)*> $crate::store::TaskStore for $ty {
+            fn create(
+                &self,
+                command: &$crate::store::CreateCommand,
+            ) -> Result<$crate::store::Answer, $crate::store::StoreError> {
+                let $this = self;
+                $inner.create(command)
+            }
+            fn transition(
+                &self,
+                command: &$crate::store::TransitionCommand,
+            ) -> Result<$crate::store::Answer, $crate::store::StoreError> {
+                let $this = self;
+                $inner.transition(command)
+            }
+            fn read(
+                &self,
+                task_id: &str,
+            ) -> Result<Option<$crate::contract::TaskRecord>, $crate::store::StoreError> {
+                let $this = self;
+                $inner.read(task_id)
+            }
+            fn get(
+                &self,
+                caller: &str,
+                task_id: &str,
+                now_ms: u64,
+            ) -> Result<$crate::store::Answer, $crate::store::StoreError> {
+                let $this = self;
+                $inner.get(caller, task_id, now_ms)
+            }
+            fn result(
+                &self,
+                caller: &str,
+                task_id: &str,
+                now_ms: u64,
+            ) -> Result<$crate::store::Answer, $crate::store::StoreError> {
+                let $this = self;
+                $inner.result(caller, task_id, now_ms)
+            }
+            fn cancel(
+                &self,
+                negotiated: $crate::contract::Negotiated,
+                caller: &str,
+                task_id: &str,
+                now_ms: u64,
+            ) -> Result<$crate::store::Answer, $crate::store::StoreError> {
+                let $this = self;
+                $inner.cancel(negotiated, caller, task_id, now_ms)
+            }
+            fn list(
+                &self,
+                query: &$crate::store::ListQuery,
+            ) -> Result<$crate::store::ListPage, $crate::store::StoreError> {
+                let $this = self;
+                $inner.list(query)
+            }
+            fn claim(
+                &self,
+                worker: &str,
+                now_ms: u64,
+                lease_ms: u64,
+                max: usize,
+            ) -> Result<Vec<$crate::store::OutboxClaim>, $crate::store::StoreError> {
+                let $this = self;
+                $inner.claim(worker, now_ms, lease_ms, max)
+            }
+            fn ack(
+                &self,
+                task_id: &str,
+                attempt: u32,
+                now_ms: u64,
+            ) -> Result<bool, $crate::store::StoreError> {
+                let $this = self;
+                $inner.ack(task_id, attempt, now_ms)
+            }
+            fn release_expired_leases(
+                &self,
+                now_ms: u64,
+            ) -> Result<usize, $crate::store::StoreError> {
+                let $this = self;
+                $inner.release_expired_leases(now_ms)
+            }
+            fn sweep_expired(
+                &self,
+                now_ms: u64,
+                max: usize,
+            ) -> Result<usize, $crate::store::StoreError> {
+                let $this = self;
+                $inner.sweep_expired(now_ms, max)
+            }
+            fn import(
+                &self,
+                records: &[$crate::contract::TaskRecord],
+            ) -> Result<(), $crate::store::StoreError> {
+                let $this = self;
+                $inner.import(records)
+            }
+        }
+    };
+    ($ty:ty, |$this:ident| $inner:expr) => {
+        $crate::store::delegate_task_store!([] $ty, |$this| $inner);
+    };
 }
+pub(crate) use delegate_task_store;
+
+// A shared store is a store: several handles (threads, nodes) on one `Arc`; a boxed one
+// too. Both forward `get` and `result` as well, so a store's own versions of those are kept.
+delegate_task_store!([S: TaskStore + ?Sized] std::sync::Arc<S>, |this| (**this));
+delegate_task_store!([S: TaskStore + ?Sized] Box<S>, |this| (**this));
 
 /// Opens the store a URL names (see [`StoreUrl`]).
 pub fn open_store(url: &str, options: &StoreOptions) -> Result<Box<dyn TaskStore>, StoreError> {
