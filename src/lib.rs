@@ -85,3 +85,5 @@ pub mod matrix;
 #[cfg(all(feature = "sim", madsim))]
 #[path = "harness/sim/mod.rs"]
 pub mod sim;
+#[path = "harness/verify.rs"]
+pub mod verify;

@@ -22,6 +22,7 @@ const HARNESS: &[&str] = &[
     "interleave",
     "matrix",
     "sim",
+    "verify",
 ];
 
 fn rust_files(dir: &Path, into: &mut Vec<PathBuf>) {

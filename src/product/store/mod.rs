@@ -415,7 +415,7 @@ pub fn open_store(url: &str, options: &StoreOptions) -> Result<Box<dyn TaskStore
 }
 
 /// A fresh 32-byte secret from the OS (or from madsim's seeded generator in simulation).
-pub(crate) fn random_secret() -> Result<Vec<u8>, StoreError> {
+pub fn random_secret() -> Result<Vec<u8>, StoreError> {
     let mut secret = vec![0u8; 32];
     getrandom::fill(&mut secret).map_err(|error| StoreError::Backend {
         operation: "draw a cursor secret",
@@ -444,7 +444,7 @@ pub(crate) fn decode_hex_secret(hex: &str) -> Result<Vec<u8>, StoreError> {
 /// caller and ask the guard. `Err(page)`: refused, answer with it. `Ok(after)`: fetch the
 /// caller's tasks strictly after `after`, in `(created_at_ms, task_id)` order, `limit + 1`
 /// of them, and hand them to [`list_page`].
-pub(crate) fn list_preamble(
+pub fn list_preamble(
     secret: &[u8],
     query: &ListQuery,
 ) -> Result<Option<crate::contract::ListPosition>, ListPage> {
@@ -463,7 +463,7 @@ pub(crate) fn list_preamble(
 }
 
 /// Cuts `limit + 1` fetched tasks to a page and, if one was left over, a cursor after it.
-pub(crate) fn list_page(
+pub fn list_page(
     secret: &[u8],
     caller: &str,
     mut tasks: Vec<TaskRecord>,
@@ -485,13 +485,13 @@ pub(crate) fn list_page(
 }
 
 /// Clamps a requested page size into `1..=LIST_LIMIT_MAX`.
-pub(crate) fn page_limit(limit: usize) -> usize {
+pub fn page_limit(limit: usize) -> usize {
     limit.clamp(1, LIST_LIMIT_MAX)
 }
 
 /// After a compare-and-swap changed nothing: classify the re-read fact with the contract.
 /// The contract cannot say "apply" here, or the predicate and the guard disagree.
-pub(crate) fn classify_refused_transition(
+pub fn classify_refused_transition(
     command: &TransitionCommand,
     current: Option<TaskRecord>,
 ) -> Result<Answer, StoreError> {
@@ -510,7 +510,7 @@ pub(crate) fn classify_refused_transition(
 }
 
 /// The same for cancel.
-pub(crate) fn classify_refused_cancel(
+pub fn classify_refused_cancel(
     negotiated: Negotiated,
     caller: &str,
     task_id: &str,
@@ -534,7 +534,7 @@ pub const CANCEL_ATTEMPTS_MAX: usize = 8;
 pub const CANCEL_MESSAGE: &str = "cancelled by the requestor";
 
 /// The record after an applied transition: status, version, time, outcome and message.
-pub(crate) fn applied_transition(current: &TaskRecord, command: &TransitionCommand) -> TaskRecord {
+pub fn applied_transition(current: &TaskRecord, command: &TransitionCommand) -> TaskRecord {
     let mut after = current.with_status(command.next, command.now_ms);
     if command.next.is_terminal() {
         after.outcome = command.outcome.clone();
@@ -548,7 +548,7 @@ pub(crate) fn applied_transition(current: &TaskRecord, command: &TransitionComma
 
 /// The record after an applied requestor cancel: `cancelled`, intent set, version + 1.
 /// (A worker that writes `cancelled` itself records no requestor intent.)
-pub(crate) fn cancelled_record(current: &TaskRecord, now_ms: u64) -> TaskRecord {
+pub fn cancelled_record(current: &TaskRecord, now_ms: u64) -> TaskRecord {
     let mut after = current.with_status(TaskStatus::Cancelled, now_ms);
     after.cancel_requested = true;
     after.status_message = Some(CANCEL_MESSAGE.to_owned());
@@ -556,7 +556,7 @@ pub(crate) fn cancelled_record(current: &TaskRecord, now_ms: u64) -> TaskRecord 
 }
 
 /// Preconditions of a transition command that no store should ever see broken.
-pub(crate) fn check_transition_command(command: &TransitionCommand) -> Result<(), StoreError> {
+pub fn check_transition_command(command: &TransitionCommand) -> Result<(), StoreError> {
     if command.outcome.is_some() && !command.next.is_terminal() {
         return Err(StoreError::Invalid(format!(
             "task {}: an outcome may only be stored with a terminal status, not {}",
