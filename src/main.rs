@@ -839,10 +839,10 @@ mod mutants {
             }
             plan.engines = chosen;
         }
-        let matrix = matrix::run(&plan, &mut |mutant, engine, cell| {
+        let matrix = matrix::run(&plan, &mut |mutant, column, cell| {
             eprintln!(
-                "{mutant:<28} {:<12} {}",
-                engine.name(),
+                "{mutant:<28} {:<22} {}",
+                column.name(),
                 if cell.killed { "killed" } else { "survived" }
             );
         });

@@ -1,4 +1,4 @@
-//! The guards and the precedence of DESIGN.md §3:
+//! The guards and the precedence of docs/design.md §3:
 //! capability → not found / auth → expired → terminal → version → legality → apply.
 //! Each test sets up several reasons to refuse at once and checks which one wins.
 
@@ -463,5 +463,5 @@ fn decision_codes_are_stable_and_cover_their_surfaces() {
                 .count()
         })
         .collect();
-    assert_eq!(per_surface, [7, 8, 11, 3], "DESIGN.md §3 table sizes");
+    assert_eq!(per_surface, [7, 8, 11, 3], "docs/design.md §3 table sizes");
 }

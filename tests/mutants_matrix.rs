@@ -12,7 +12,12 @@ use tasklatch::matrix::{self, Plan};
 
 #[test]
 fn every_engine_kills_what_it_must_and_nothing_without_a_mutant() {
-    let scratch = std::env::temp_dir().join(format!("tasklatch-matrix-{}", std::process::id()));
+    // SQLite on tmpfs where there is one: the harness needs no durability, and the
+    // simulation column opens a database per seed.
+    let base = Some(std::path::Path::new("/dev/shm"))
+        .filter(|shm| shm.is_dir())
+        .map_or_else(std::env::temp_dir, std::path::Path::to_path_buf);
+    let scratch = base.join(format!("tasklatch-matrix-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).expect("scratch directory");
     // The conformance engine covers PostgreSQL's predicate clauses too, when it can.
     #[cfg(feature = "postgres")]

@@ -1,4 +1,4 @@
-//! The oracle: invariants I1–I10 of DESIGN.md §5 checked over a recorded history, apart
+//! The oracle: invariants I1–I10 of docs/design.md §5 checked over a recorded history, apart
 //! from the system under test.
 //!
 //! The simulation records what clients invoked and what they got back (or that the answer
@@ -435,7 +435,7 @@ fn check_task(
 
 /// I4 and I5, per client and caller.
 fn check_clients(history: &[Event], out: &mut Vec<Violation>) {
-    // When each task expires: a key's binding lives as long as its task (DESIGN.md §3), so
+    // When each task expires: a key's binding lives as long as its task (docs/design.md §3), so
     // after that a new task under the same key is a fresh admission, not a second one.
     let expiry: BTreeMap<&str, Option<u64>> = history
         .iter()

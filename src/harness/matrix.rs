@@ -12,7 +12,7 @@ use crate::conformance;
 use crate::fixture::{ContractEvaluator, parse_fixture, replay};
 use crate::interleave::{models, prop};
 use crate::mutants::{Mutant, select};
-use crate::sim::{Scenario, run_seed};
+use crate::sim::{Scenario, Sim};
 use crate::store::{MemoryFactory, SqliteFactory, StoreFactory};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -23,12 +23,13 @@ use std::time::{Duration, Instant};
 pub enum Engine {
     /// The contract fixture replayed through the pure contract.
     Fixture,
-    /// The conformance suite on the memory and SQLite stores (and PostgreSQL when given);
-    /// a kill needs every adapter to fail.
+    /// The conformance suite; a column per store: memory, SQLite (and PostgreSQL when
+    /// given).
     Conformance,
-    /// Every scenario's default seeds.
+    /// Every scenario's default seeds; a column per store the simulation can run: memory,
+    /// SQLite.
     Simulation,
-    /// The state machine's everyday cases, on the memory and SQLite stores.
+    /// The state machine's everyday cases; a column per store, as conformance.
     Proptest,
     /// Every loom model.
     Loom,
@@ -99,11 +100,30 @@ impl Cell {
     }
 }
 
+/// A column: an engine, on one store when the engine drives a store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Column {
+    pub engine: Engine,
+    /// The store's name (`memory`, `sqlite`, `postgres`); `None` for the fixture (the pure
+    /// contract) and loom (the memory store's own source, compiled against loom).
+    pub store: Option<String>,
+}
+
+impl Column {
+    /// `conformance:sqlite`, or the engine's name alone.
+    pub fn name(&self) -> String {
+        match &self.store {
+            Some(store) => format!("{}:{store}", self.engine.name()),
+            None => self.engine.name().to_owned(),
+        }
+    }
+}
+
 /// A row: `None` for the unmutated build.
 #[derive(Clone, Debug)]
 pub struct Row {
     pub mutant: Option<Mutant>,
-    pub cells: Vec<(Engine, Cell)>,
+    pub cells: Vec<(Column, Cell)>,
 }
 
 impl Row {
@@ -111,10 +131,11 @@ impl Row {
         self.mutant.map_or("(unmutated)", Mutant::name)
     }
 
-    pub fn cell(&self, engine: Engine) -> Option<&Cell> {
+    /// The cell of the column named `column` (see [`Column::name`]).
+    pub fn cell(&self, column: &str) -> Option<&Cell> {
         self.cells
             .iter()
-            .find(|(e, _)| *e == engine)
+            .find(|(c, _)| c.name() == column)
             .map(|(_, cell)| cell)
     }
 }
@@ -138,8 +159,40 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The stores the conformance engine checks: memory, SQLite in `scratch`, and
-    /// PostgreSQL when a server is given (each store a fresh schema `tl_matrix_<pid>_<n>`).
+    /// `engine`'s columns, each with the store it drives (none for the fixture and loom).
+    fn columns(&self, engine: Engine) -> Vec<(Column, Option<Box<dyn StoreFactory>>)> {
+        let stores = match engine {
+            Engine::Fixture | Engine::Loom => {
+                return vec![(
+                    Column {
+                        engine,
+                        store: None,
+                    },
+                    None,
+                )];
+            }
+            Engine::Conformance | Engine::Proptest => self.factories(),
+            // The simulation runs its store in-process: no PostgreSQL.
+            Engine::Simulation => {
+                let mut stores = self.factories();
+                stores.truncate(2);
+                stores
+            }
+        };
+        stores
+            .into_iter()
+            .map(|store| {
+                let column = Column {
+                    engine,
+                    store: Some(store.name().to_owned()),
+                };
+                (column, Some(store))
+            })
+            .collect()
+    }
+
+    /// The stores: memory, SQLite in `scratch`, and PostgreSQL when a server is given
+    /// (each store a fresh schema `tl_matrix_<pid>_<n>`).
     fn factories(&self) -> Vec<Box<dyn StoreFactory>> {
         let mut factories: Vec<Box<dyn StoreFactory>> = vec![
             Box::new(MemoryFactory),
@@ -177,7 +230,7 @@ impl Plan {
 
 /// Runs the plan, one cell at a time (engines share the process-wide mutant selection),
 /// calling `progress` after each cell.
-pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str, Engine, &Cell)) -> Matrix {
+pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str, &Column, &Cell)) -> Matrix {
     // Engines report failures as panics caught here; their default printout would bury
     // the matrix under thousands of expected backtraces.
     let hook = std::panic::take_hook();
@@ -190,22 +243,24 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str, Engine, &Cell)) -> Matrix
             cells: Vec::new(),
         };
         for engine in &plan.engines {
-            let started = Instant::now();
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                run_engine(*engine, plan)
-            }));
-            let (killed, spent, detail) = match outcome {
-                Ok(result) => result,
-                Err(panic) => (true, 1, format!("panic: {}", panic_text(&*panic))),
-            };
-            let cell = Cell {
-                killed,
-                spent,
-                elapsed: started.elapsed(),
-                detail,
-            };
-            progress(row.label(), *engine, &cell);
-            row.cells.push((*engine, cell));
+            for (column, factory) in plan.columns(*engine) {
+                let started = Instant::now();
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run_engine(*engine, factory.as_deref())
+                }));
+                let (killed, spent, detail) = match outcome {
+                    Ok(result) => result,
+                    Err(panic) => (true, 1, format!("panic: {}", panic_text(&*panic))),
+                };
+                let cell = Cell {
+                    killed,
+                    spent,
+                    elapsed: started.elapsed(),
+                    detail,
+                };
+                progress(row.label(), &column, &cell);
+                row.cells.push((column, cell));
+            }
         }
         rows.push(row);
     }
@@ -222,14 +277,15 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a non-text panic".into())
 }
 
-/// `(killed, spent, first failure)`.
-fn run_engine(engine: Engine, plan: &Plan) -> (bool, u64, String) {
-    match engine {
-        Engine::Fixture => fixture_engine(),
-        Engine::Conformance => conformance_engine(plan),
-        Engine::Simulation => simulation_engine(),
-        Engine::Proptest => proptest_engine(plan),
-        Engine::Loom => loom_engine(),
+/// `(killed, spent, first failure)` of `engine`, on `store` when it drives one.
+fn run_engine(engine: Engine, store: Option<&dyn StoreFactory>) -> (bool, u64, String) {
+    match (engine, store) {
+        (Engine::Fixture, _) => fixture_engine(),
+        (Engine::Loom, _) => loom_engine(),
+        (Engine::Conformance, Some(store)) => conformance_engine(store),
+        (Engine::Simulation, Some(store)) => simulation_engine(store),
+        (Engine::Proptest, Some(store)) => proptest_engine(store),
+        (engine, None) => unreachable!("{} drives a store", engine.name()),
     }
 }
 
@@ -262,35 +318,24 @@ fn fixture_engine() -> (bool, u64, String) {
     }
 }
 
-fn conformance_engine(plan: &Plan) -> (bool, u64, String) {
-    // Every adapter enforces the guards in its own code (the SQL ones in their
-    // predicates), so each must fail on its own for the mutant to count as killed.
-    let factories = plan.factories();
+fn conformance_engine(store: &dyn StoreFactory) -> (bool, u64, String) {
     let mut spent = 0;
-    let mut failures = Vec::new();
-    for factory in &factories {
-        for check in conformance::CHECKS {
-            spent += 1;
-            if let Err(detail) = (check.run)(factory.as_ref()) {
-                failures.push(format!("{} {}: {detail}", factory.name(), check.name));
-                break;
-            }
+    for check in conformance::CHECKS {
+        spent += 1;
+        if let Err(detail) = (check.run)(store) {
+            return (true, spent, format!("{}: {detail}", check.name));
         }
     }
-    (
-        failures.len() == factories.len(),
-        spent,
-        failures.join("; "),
-    )
+    (false, spent, String::new())
 }
 
-fn simulation_engine() -> (bool, u64, String) {
+fn simulation_engine(store: &dyn StoreFactory) -> (bool, u64, String) {
     let scenarios = Scenario::all().expect("the committed scenarios load");
     let mut spent = 0;
     for scenario in &scenarios {
         for seed in scenario.default_seeds() {
             spent += 1;
-            let outcome = run_seed(scenario, seed);
+            let outcome = Sim::new(scenario).store(store).run(seed);
             if let Some(violation) = outcome.violations.first() {
                 return (
                     true,
@@ -306,25 +351,15 @@ fn simulation_engine() -> (bool, u64, String) {
 /// The everyday budget of the proptest engine: cases per adapter.
 pub const PROPTEST_CASES: u32 = 256;
 
-fn proptest_engine(plan: &Plan) -> (bool, u64, String) {
-    // Killed only when every adapter kills: each enforces the guard in its own way.
-    let mut spent = 0;
-    let mut details = Vec::new();
-    for factory in plan.factories() {
-        match prop::search(factory.as_ref(), PROPTEST_CASES, prop::EVERYDAY_SEED) {
-            Ok(()) => return (false, spent + u64::from(PROPTEST_CASES), String::new()),
-            Err(found) => {
-                spent += u64::from(found.cases_to_fail);
-                details.push(format!(
-                    "{} shrank to {} steps: {}",
-                    factory.name(),
-                    found.steps.len(),
-                    found.message
-                ));
-            }
-        }
+fn proptest_engine(store: &dyn StoreFactory) -> (bool, u64, String) {
+    match prop::search(store, PROPTEST_CASES, prop::EVERYDAY_SEED) {
+        Ok(()) => (false, u64::from(PROPTEST_CASES), String::new()),
+        Err(found) => (
+            true,
+            u64::from(found.cases_to_fail),
+            format!("shrank to {} steps: {}", found.steps.len(), found.message),
+        ),
     }
-    (true, spent, details.join("; "))
 }
 
 fn loom_engine() -> (bool, u64, String) {
@@ -345,18 +380,16 @@ impl Matrix {
     pub fn shortfalls(&self) -> Vec<String> {
         let mut out = Vec::new();
         for row in &self.rows {
-            for (engine, cell) in &row.cells {
+            for (column, cell) in &row.cells {
                 match row.mutant {
                     None if cell.killed => out.push(format!(
                         "{} fails without a mutant: {}",
-                        engine.name(),
+                        column.name(),
                         cell.detail
                     )),
-                    Some(mutant) if engine.must_kill(mutant) && !cell.killed => out.push(format!(
-                        "{} survives {}, which must kill it",
-                        mutant,
-                        engine.name()
-                    )),
+                    Some(mutant) if column.engine.must_kill(mutant) && !cell.killed => out.push(
+                        format!("{} survives {}, which must kill it", mutant, column.name()),
+                    ),
                     _ => {}
                 }
             }
@@ -365,30 +398,30 @@ impl Matrix {
     }
 
     /// The columns, as the rows hold them.
-    fn engines(&self) -> Vec<Engine> {
+    fn columns(&self) -> Vec<Column> {
         self.rows
             .first()
-            .map(|row| row.cells.iter().map(|(engine, _)| *engine).collect())
+            .map(|row| row.cells.iter().map(|(column, _)| column.clone()).collect())
             .unwrap_or_default()
     }
 
     /// A plain-text table.
     pub fn render_text(&self) -> String {
-        let engines = self.engines();
+        let columns = self.columns();
         let mut out = String::new();
         let _ = write!(out, "{:<28}", "mutant");
-        for engine in &engines {
-            let _ = write!(out, " | {:<28}", engine.name());
+        for column in &columns {
+            let _ = write!(out, " | {:<28}", column.name());
         }
         out.push('\n');
         for row in &self.rows {
             let _ = write!(out, "{:<28}", row.label());
-            for (engine, cell) in &row.cells {
+            for (column, cell) in &row.cells {
                 let mark = match row.mutant {
-                    Some(mutant) if engine.must_kill(mutant) => "*",
+                    Some(mutant) if column.engine.must_kill(mutant) => "*",
                     _ => " ",
                 };
-                let _ = write!(out, " | {mark}{:<27}", cell.text(*engine));
+                let _ = write!(out, " | {mark}{:<27}", cell.text(column.engine));
             }
             out.push('\n');
         }
@@ -398,21 +431,21 @@ impl Matrix {
 
     /// A Markdown table (the README's).
     pub fn render_markdown(&self) -> String {
-        let engines = self.engines();
+        let columns = self.columns();
         let mut out = String::from("| mutant |");
-        for engine in &engines {
-            let _ = write!(out, " {} |", engine.name());
+        for column in &columns {
+            let _ = write!(out, " {} |", column.name());
         }
         out.push_str("\n|---|");
-        for _ in &engines {
+        for _ in &columns {
             out.push_str("---|");
         }
         out.push('\n');
         for row in &self.rows {
             let _ = write!(out, "| `{}` |", row.label());
-            for (engine, cell) in &row.cells {
-                let must = matches!(row.mutant, Some(m) if engine.must_kill(m));
-                let text = cell.text(*engine);
+            for (column, cell) in &row.cells {
+                let must = matches!(row.mutant, Some(m) if column.engine.must_kill(m));
+                let text = cell.text(column.engine);
                 if must {
                     let _ = write!(out, " **{text}** |");
                 } else {
@@ -428,7 +461,7 @@ impl Matrix {
     pub fn render_details(&self) -> String {
         let mut out = String::new();
         for row in &self.rows {
-            for (engine, cell) in &row.cells {
+            for (column, cell) in &row.cells {
                 if cell.killed {
                     let mut detail = cell.detail.replace('\n', " ");
                     if detail.len() > 240 {
@@ -439,7 +472,7 @@ impl Matrix {
                         detail.truncate(end);
                         detail.push('…');
                     }
-                    let _ = writeln!(out, "{} × {}: {detail}", row.label(), engine.name());
+                    let _ = writeln!(out, "{} × {}: {detail}", row.label(), column.name());
                 }
             }
         }

@@ -1,4 +1,4 @@
-//! The decision vocabulary (DESIGN.md §3): every guarded operation returns exactly one code.
+//! The decision vocabulary (docs/design.md §3): every guarded operation returns exactly one code.
 //! The codes are stable strings, used in fixtures, logs and reports; never rename one.
 
 use serde::{Deserialize, Serialize};
@@ -150,7 +150,7 @@ impl Decision {
         )
     }
 
-    /// Whether this code belongs to `surface`'s vocabulary (DESIGN.md §3 table).
+    /// Whether this code belongs to `surface`'s vocabulary (docs/design.md §3 table).
     pub const fn belongs_to(self, surface: Surface) -> bool {
         use Decision::*;
         match surface {

@@ -1,4 +1,4 @@
-//! The guard functions: the one place where the precedence of DESIGN.md §3 is applied.
+//! The guard functions: the one place where the precedence of docs/design.md §3 is applied.
 //!
 //! Precedence, first match wins:
 //! capability → not found / auth → expired → terminal → version → legality → apply.

@@ -1,4 +1,4 @@
-//! The admission record (DESIGN.md §4): persisted before anything is dispatched, in the same
+//! The admission record (docs/design.md §4): persisted before anything is dispatched, in the same
 //! transaction as its outbox entry. The worker is disposable; this record is not.
 
 use super::digest::RequestDigest;
@@ -97,7 +97,7 @@ impl TaskRecord {
         record
     }
 
-    /// Expired when `now >= expires_at` (DESIGN.md §3). A `None` expiry never expires.
+    /// Expired when `now >= expires_at` (docs/design.md §3). A `None` expiry never expires.
     pub fn is_expired(&self, now_ms: u64) -> bool {
         self.expires_at_ms
             .is_some_and(|expires_at_ms| now_ms >= expires_at_ms)

@@ -15,7 +15,7 @@
 //!
 //! The worker is disposable; the record is not. Every loop is bounded per iteration and
 //! stops when the shutdown flag is set (or its node is killed, in the simulation).
-//! [`Probe`] marks the named points of DESIGN.md §7 so the simulation can kill there.
+//! [`Probe`] marks the named points of docs/design.md §7 so the simulation can kill there.
 
 pub mod env;
 pub mod queue;
@@ -28,7 +28,7 @@ use crate::store::{StoreError, TaskStore, TransitionCommand, WrappedRequest};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// The named points of the runtime where a crash matters (DESIGN.md §7).
+/// The named points of the runtime where a crash matters (docs/design.md §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Point {
     /// Dispatcher: outbox entry claimed (leased), not yet published.
