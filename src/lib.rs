@@ -68,7 +68,7 @@ mod sync;
 // The harness: what proves the product. It imports the product, never the reverse.
 #[path = "harness/bench.rs"]
 pub mod bench;
-#[path = "harness/check.rs"]
+#[path = "harness/check/mod.rs"]
 pub mod check;
 #[path = "harness/conformance.rs"]
 pub mod conformance;
