@@ -6,6 +6,17 @@
 //! outbox atomicity and leases, pagination of 1,000 tasks across 3 callers, cursor
 //! binding, expiry, cancellation and tenant isolation.
 //!
+//! The fidelity and edge checks compare every field a store returns with what the
+//! contract itself constructs — [`CreateCommand::admission_record`] after a create,
+//! [`applied_transition`] and [`cancelled_record`] after a write, the records given to
+//! `import` — through every view (`create`'s answer, `read`, `get`, `result`, `list`, and
+//! the outbox claim with its exact request), and probe each bound at its edge: list limits
+//! 0, 1, N, N+1 and past [`LIST_LIMIT_MAX`]; expiry at exactly `now == expires_at`; claim
+//! `max` 0, 1 and past [`CLAIM_BATCH_MAX`]; leases at exactly their end; sweep `max` 0, 1
+//! and `usize::MAX`; an idempotency key's lifetime (bound while its task lives, terminal
+//! or not, per caller, released at expiry and by the sweep); task id collisions on
+//! create and import. A failure names the task, the view, the field, expected and got.
+//!
 //! ```no_run
 //! use tasklatch::{conformance, store::MemoryFactory};
 //! let outcomes = conformance::run_all(&MemoryFactory);
@@ -15,17 +26,20 @@
 //! Any [`StoreFactory`] will do, a closure included:
 //! `conformance::run_all(&|options: &StoreOptions| Ok(Box::new(MyStore::open(options)?) as Box<dyn TaskStore>))`.
 
-use crate::contract::{Decision, Negotiated, TaskOutcome, TaskStatus, TaskSupport};
+use crate::contract::{
+    self, Decision, Negotiated, TaskOutcome, TaskRecord, TaskStatus, TaskSupport,
+};
 use crate::fixture::{
     self, Case, ContractEvaluator, Evaluation, Evaluator, FIXTURE_CURSOR_SECRET,
     LIST_LIMIT_DEFAULT, Op, record_of,
 };
 pub use crate::store::StoreFactory;
 use crate::store::{
-    CreateCommand, ListQuery, StoreError, StoreOptions, TaskStore, TransitionCommand,
-    WrappedRequest,
+    CLAIM_BATCH_MAX, CreateCommand, LIST_LIMIT_MAX, ListQuery, OutboxClaim, StoreError,
+    StoreOptions, TaskStore, TransitionCommand, WrappedRequest, applied_transition,
+    cancelled_record,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::fmt::Debug;
 use std::path::Path;
@@ -89,6 +103,38 @@ pub const CHECKS: &[Check] = &[
     Check {
         name: "import_is_all_or_nothing",
         run: import_is_all_or_nothing,
+    },
+    Check {
+        name: "created_records_round_trip",
+        run: created_records_round_trip,
+    },
+    Check {
+        name: "transitions_round_trip",
+        run: transitions_round_trip,
+    },
+    Check {
+        name: "imports_round_trip",
+        run: imports_round_trip,
+    },
+    Check {
+        name: "list_page_edges",
+        run: list_page_edges,
+    },
+    Check {
+        name: "claims_carry_what_was_stored",
+        run: claims_carry_what_was_stored,
+    },
+    Check {
+        name: "claim_and_sweep_bounds",
+        run: claim_and_sweep_bounds,
+    },
+    Check {
+        name: "idempotency_key_lifetime",
+        run: idempotency_key_lifetime,
+    },
+    Check {
+        name: "task_id_collisions",
+        run: task_id_collisions,
     },
 ];
 
@@ -1080,4 +1126,1407 @@ fn import_is_all_or_nothing(factory: &dyn StoreFactory) -> Result<String, String
         None,
     )?;
     Ok("duplicate refused, batch rolled back".into())
+}
+
+// ---------------------------------------------------------------------------------------
+// Fidelity and edges: every field a store returns is compared with what the contract
+// itself constructs (`CreateCommand::admission_record`, `store::applied_transition`,
+// `store::cancelled_record`, imported records), at every edge of the store's bounds.
+// ---------------------------------------------------------------------------------------
+
+/// The first field in which `got` differs from `expected`, named with both values.
+pub fn record_diff(expected: &TaskRecord, got: &TaskRecord) -> Option<String> {
+    // Destructured, so a field added to `TaskRecord` must be added here too.
+    let TaskRecord {
+        task_id,
+        auth_key,
+        method,
+        tool_name,
+        request_digest,
+        idempotency_key,
+        status,
+        version,
+        created_at_ms,
+        updated_at_ms,
+        expires_at_ms,
+        ttl_ms,
+        poll_interval_ms,
+        cancel_requested,
+        outcome,
+        status_message,
+        correlation_id,
+    } = expected;
+    macro_rules! compare {
+        ($($field:ident),*) => {
+            $(
+                if *$field != got.$field {
+                    return Some(format!(
+                        "field {}: expected {:?}, got {:?}",
+                        stringify!($field),
+                        $field,
+                        got.$field
+                    ));
+                }
+            )*
+        };
+    }
+    compare!(
+        task_id,
+        auth_key,
+        method,
+        tool_name,
+        request_digest,
+        idempotency_key,
+        status,
+        version,
+        created_at_ms,
+        updated_at_ms,
+        expires_at_ms,
+        ttl_ms,
+        poll_interval_ms,
+        cancel_requested,
+        outcome,
+        status_message,
+        correlation_id
+    );
+    None
+}
+
+/// `got` is `expected`, field by field; the failure names the task, the view and the field.
+fn same_record(what: &str, expected: &TaskRecord, got: Option<&TaskRecord>) -> Result<(), String> {
+    match got {
+        None => Err(format!(
+            "task {}: {what}: expected the record, got none",
+            expected.task_id
+        )),
+        Some(got) => match record_diff(expected, got) {
+            None => Ok(()),
+            Some(diff) => Err(format!("task {}: {what}: {diff}", expected.task_id)),
+        },
+    }
+}
+
+/// Every page of `caller`'s list at `now_ms`, followed to the end.
+fn list_everything(
+    store: &dyn TaskStore,
+    caller: &str,
+    now_ms: u64,
+) -> Result<Vec<TaskRecord>, String> {
+    let mut tasks = Vec::new();
+    let mut cursor = None;
+    for _ in 0..10_000 {
+        let page = store
+            .list(&ListQuery {
+                negotiated: Negotiated::FULL,
+                caller: caller.into(),
+                cursor: cursor.take(),
+                limit: LIST_LIMIT_MAX,
+                now_ms,
+            })
+            .map_err(store_err("list"))?;
+        same(
+            &format!("list of {caller}: decision"),
+            page.decision,
+            Decision::ListTenantFiltered,
+        )?;
+        tasks.extend(page.tasks);
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(tasks),
+        }
+    }
+    Err(format!("list of {caller}: the cursors never end"))
+}
+
+/// Compares every view of a task with `expected`: `read`, and for its owner at `now_ms`
+/// `get`, `result` and `list` (decisions as the pure contract gives them for `expected`).
+fn every_view(
+    store: &dyn TaskStore,
+    expected: &TaskRecord,
+    now_ms: u64,
+    when: &str,
+) -> Result<(), String> {
+    let id = expected.task_id.as_str();
+    let owner = expected.auth_key.as_str();
+    let read = store.read(id).map_err(store_err("read"))?;
+    same_record(&format!("{when}: read"), expected, read.as_ref())?;
+    let get = store.get(owner, id, now_ms).map_err(store_err("get"))?;
+    same(
+        &format!("task {id}: {when}: get decision"),
+        get.decision,
+        contract::guard_get(owner, Some(expected), now_ms),
+    )?;
+    same_record(&format!("{when}: get"), expected, get.record.as_ref())?;
+    let result = store
+        .result(owner, id, now_ms)
+        .map_err(store_err("result"))?;
+    same(
+        &format!("task {id}: {when}: result decision"),
+        result.decision,
+        contract::guard_result(owner, Some(expected), now_ms),
+    )?;
+    same_record(&format!("{when}: result"), expected, result.record.as_ref())?;
+    let listed = list_everything(store, owner, now_ms)?;
+    let found = listed.iter().find(|task| task.task_id == id);
+    if expected.is_expired(now_ms) {
+        if found.is_some() {
+            return Err(format!(
+                "task {id}: {when}: listed at {now_ms} although it expired at {:?}",
+                expected.expires_at_ms
+            ));
+        }
+    } else {
+        same_record(&format!("{when}: list"), expected, found)?;
+    }
+    Ok(())
+}
+
+/// Arguments that punish a lossy encoding: nesting, nulls beside absent keys, unicode,
+/// escapes, integers beyond 2^53 and at the edges of i64/u64, floats, a long string.
+pub fn hostile_arguments() -> Value {
+    let mut deep = json!({ "bottom": [null, 0, "", {}] });
+    for level in 0..40 {
+        deep = json!({ format!("level{level}"): deep, "null_here": null });
+    }
+    json!({
+        "month": "2026-06",
+        "nested": { "a": { "b": [1, { "x": null, "y": [true, false, null] }, [], {}] } },
+        "explicit_null": null,
+        "unicode": "Grüße, 世界, 🚀 — \"quoted\" \\ back\nline\ttab \u{1b}",
+        "ключ 🔑": "значение",
+        "u64_max": u64::MAX,
+        "i64_min": i64::MIN,
+        "beyond_2_53": 9_007_199_254_740_993u64,
+        "float": 0.1,
+        "huge_float": 1.5e300,
+        "tiny_float": 5e-324,
+        "negative": -42,
+        "empty_string": "",
+        "empty_array": [],
+        "empty_object": {},
+        "long": "x".repeat(10_000),
+        "deep": deep,
+    })
+}
+
+/// The creates of the fidelity checks: every optional field both set and unset.
+fn varied_commands(base_ms: u64) -> Vec<CreateCommand> {
+    let mut rich = command(ALICE, "f-rich", Some("key ü/1 🔑"), "2026-06", base_ms);
+    rich.request.arguments = Some(hostile_arguments());
+    rich.ttl_ms = Some(86_400_000);
+    rich.poll_interval_ms = Some(1_234);
+    rich.correlation_id = "corr-Ω-😀-…".into();
+    let mut bare = command(BOB, "f-bare", None, "unused", base_ms + 1);
+    bare.request = WrappedRequest {
+        method: "tools/call".into(),
+        name: "noop_tool-ä".into(),
+        arguments: None,
+    };
+    bare.ttl_ms = None;
+    bare.poll_interval_ms = None;
+    let mut scalar = command(ALICE, "f-scalar", Some("k2"), "unused", base_ms + 2);
+    scalar.request.arguments = Some(json!([1, "two", null, 3.5]));
+    scalar.ttl_ms = Some(1);
+    scalar.poll_interval_ms = Some(0);
+    scalar.correlation_id = String::new();
+    let mut empty = command(CAROL, "f-empty", Some("k3"), "unused", base_ms + 2);
+    empty.request.arguments = Some(json!({}));
+    empty.ttl_ms = Some(u64::from(u32::MAX) * 4);
+    empty.poll_interval_ms = Some(u64::from(u32::MAX) + 1);
+    vec![rich, bare, scalar, empty]
+}
+
+fn created_records_round_trip(factory: &dyn StoreFactory) -> Result<String, String> {
+    let store = fresh(factory)?;
+    let base_ms = 1_700_000_000_000;
+    let commands = varied_commands(base_ms);
+    let mut expected = Vec::new();
+    for cmd in &commands {
+        let want = cmd.admission_record(cmd.request.digest());
+        let answer = create_ok(&*store, cmd, Decision::AcceptTask)?;
+        same_record("create answer", &want, answer.record.as_ref())?;
+        expected.push(want);
+    }
+    let view_ms = base_ms + 2;
+    for want in &expected {
+        every_view(&*store, want, view_ms, "after create")?;
+    }
+    for (cmd, want) in commands.iter().zip(&expected) {
+        if cmd.idempotency_key.is_none() {
+            continue;
+        }
+        let mut again = cmd.clone();
+        again.task_id = format!("{}-again", cmd.task_id);
+        again.now_ms = view_ms;
+        let replay = store.create(&again).map_err(store_err("replay"))?;
+        same(
+            &format!("task {}: replay decision", want.task_id),
+            replay.decision,
+            Decision::ReplayTask,
+        )?;
+        same_record("replay answer", want, replay.record.as_ref())?;
+    }
+    let claims = store
+        .claim("w-fidelity", view_ms, 30_000, 10)
+        .map_err(store_err("claim"))?;
+    same("claimed entries", claims.len(), commands.len())?;
+    for (cmd, want) in commands.iter().zip(&expected) {
+        let claim = claims
+            .iter()
+            .find(|claim| claim.task_id == want.task_id)
+            .ok_or_else(|| format!("task {}: no outbox claim after create", want.task_id))?;
+        same_claim(
+            claim,
+            &OutboxClaim {
+                task_id: want.task_id.clone(),
+                auth_key: want.auth_key.clone(),
+                request: cmd.request.clone(),
+                attempt: 1,
+                lease_expires_at_ms: view_ms + 30_000,
+                task_version: 1,
+                task_status: TaskStatus::Working,
+            },
+        )?;
+    }
+    Ok(format!(
+        "{} creates: answer, read, get, result, list, replay and claim equal the admission record",
+        commands.len()
+    ))
+}
+
+/// `got` is `expected`, field by field.
+fn same_claim(got: &OutboxClaim, expected: &OutboxClaim) -> Result<(), String> {
+    let id = &expected.task_id;
+    same(&format!("claim of {id}: field task_id"), &got.task_id, id)?;
+    same(
+        &format!("claim of {id}: field auth_key"),
+        &got.auth_key,
+        &expected.auth_key,
+    )?;
+    same(
+        &format!("claim of {id}: field request.method"),
+        &got.request.method,
+        &expected.request.method,
+    )?;
+    same(
+        &format!("claim of {id}: field request.name"),
+        &got.request.name,
+        &expected.request.name,
+    )?;
+    if got.request.arguments != expected.request.arguments {
+        return Err(format!(
+            "claim of {id}: field request.arguments: {}",
+            value_diff(
+                "arguments",
+                expected.request.arguments.as_ref(),
+                got.request.arguments.as_ref()
+            )
+        ));
+    }
+    same(
+        &format!("claim of {id}: field attempt"),
+        got.attempt,
+        expected.attempt,
+    )?;
+    same(
+        &format!("claim of {id}: field lease_expires_at_ms"),
+        got.lease_expires_at_ms,
+        expected.lease_expires_at_ms,
+    )?;
+    same(
+        &format!("claim of {id}: field task_version"),
+        got.task_version,
+        expected.task_version,
+    )?;
+    same(
+        &format!("claim of {id}: field task_status"),
+        got.task_status,
+        expected.task_status,
+    )
+}
+
+/// Where two JSON values first differ, as a path with both values (long values cut).
+fn value_diff(path: &str, expected: Option<&Value>, got: Option<&Value>) -> String {
+    let cut = |value: Option<&Value>| {
+        let text = value.map_or("(absent)".to_owned(), Value::to_string);
+        if text.len() > 120 {
+            format!("{}…", &text[..text.floor_char_boundary(120)])
+        } else {
+            text
+        }
+    };
+    match (expected, got) {
+        (Some(Value::Object(want)), Some(Value::Object(have))) => {
+            for (key, value) in want {
+                if have.get(key) != Some(value) {
+                    return value_diff(&format!("{path}.{key}"), Some(value), have.get(key));
+                }
+            }
+            for (key, value) in have {
+                if !want.contains_key(key) {
+                    return value_diff(&format!("{path}.{key}"), None, Some(value));
+                }
+            }
+            format!("at {path}: objects differ")
+        }
+        (Some(Value::Array(want)), Some(Value::Array(have))) if want.len() == have.len() => {
+            for (at, (want, have)) in want.iter().zip(have).enumerate() {
+                if want != have {
+                    return value_diff(&format!("{path}[{at}]"), Some(want), Some(have));
+                }
+            }
+            format!("at {path}: arrays differ")
+        }
+        _ => format!("at {path}: expected {}, got {}", cut(expected), cut(got)),
+    }
+}
+
+/// A transition command with an explicit outcome and status message.
+fn step(
+    task_id: &str,
+    expected_version: u64,
+    next: TaskStatus,
+    outcome: Option<TaskOutcome>,
+    status_message: Option<&str>,
+    now_ms: u64,
+) -> TransitionCommand {
+    TransitionCommand {
+        task_id: task_id.into(),
+        caller: ALICE.into(),
+        expected_version,
+        next,
+        outcome,
+        status_message: status_message.map(str::to_owned),
+        now_ms,
+    }
+}
+
+/// Applies `command`, expecting `APPLY_TRANSITION` and exactly the record
+/// [`store::applied_transition`](crate::store::applied_transition) constructs, in the
+/// answer and in every view. Returns that record.
+fn apply_exactly(
+    store: &dyn TaskStore,
+    before: &TaskRecord,
+    command: &TransitionCommand,
+    view_ms: u64,
+) -> Result<TaskRecord, String> {
+    let want = applied_transition(before, command);
+    let when = format!(
+        "after {} -> {} (v{})",
+        before.status, command.next, command.expected_version
+    );
+    let answer = store.transition(command).map_err(store_err("transition"))?;
+    same(
+        &format!("task {}: {when}: decision", before.task_id),
+        answer.decision,
+        Decision::ApplyTransition,
+    )?;
+    same_record(&format!("{when}: answer"), &want, answer.record.as_ref())?;
+    every_view(store, &want, view_ms, &when)?;
+    Ok(want)
+}
+
+fn rich_outcome() -> TaskOutcome {
+    TaskOutcome::Result {
+        result: json!({
+            "content": [{ "type": "text", "text": "fertig ✓ — 完成" }],
+            "structuredContent": hostile_arguments(),
+            "isError": false,
+        }),
+    }
+}
+
+fn transitions_round_trip(factory: &dyn StoreFactory) -> Result<String, String> {
+    let store = fresh(factory)?;
+    let base_ms = 1_700_000_000_000;
+    let mut admitted = Vec::new();
+    for (at, id) in [
+        "t-complete",
+        "t-rpc-data",
+        "t-rpc-bare",
+        "t-failed-result",
+        "t-worker-cancel",
+        "t-completed-bare",
+        "t-cancel",
+        "t-cancel-input",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut cmd = command(ALICE, id, Some(id), "2026-06", base_ms + at as u64);
+        cmd.ttl_ms = Some(3_600_000);
+        cmd.request.arguments = Some(hostile_arguments());
+        let answer = create_ok(&*store, &cmd, Decision::AcceptTask)?;
+        let record = answer.record.ok_or("ACCEPT_TASK without a record")?;
+        admitted.push(record);
+    }
+    let view_ms = base_ms + 1_000;
+    let by_id = |id: &str| {
+        admitted
+            .iter()
+            .find(|record| record.task_id == id)
+            .cloned()
+            .expect("admitted above")
+    };
+    let mut steps = 0;
+    // working -> input_required (message) -> working (no message: kept; a clock running
+    // backwards: updated_at stays) -> completed (rich outcome, new message).
+    let mut record = by_id("t-complete");
+    for command in [
+        step(
+            "t-complete",
+            1,
+            TaskStatus::InputRequired,
+            None,
+            Some("waiting for the user: ✋ «ok?»"),
+            base_ms + 500,
+        ),
+        step(
+            "t-complete",
+            2,
+            TaskStatus::Working,
+            None,
+            None,
+            base_ms + 400,
+        ),
+        step(
+            "t-complete",
+            3,
+            TaskStatus::Completed,
+            Some(rich_outcome()),
+            Some("done"),
+            base_ms + 600,
+        ),
+    ] {
+        record = apply_exactly(&*store, &record, &command, view_ms)?;
+        steps += 1;
+    }
+    let terminal = [
+        step(
+            "t-rpc-data",
+            1,
+            TaskStatus::Failed,
+            Some(TaskOutcome::RpcError {
+                code: -32_603,
+                message: "internal error: ünïcödé ⚠".into(),
+                data: Some(json!({ "trace": ["a", "b"], "n": u64::MAX, "none": null })),
+            }),
+            Some("the tool crashed"),
+            base_ms + 700,
+        ),
+        step(
+            "t-rpc-bare",
+            1,
+            TaskStatus::Failed,
+            Some(TaskOutcome::RpcError {
+                code: i64::MIN,
+                message: String::new(),
+                data: None,
+            }),
+            None,
+            base_ms + 701,
+        ),
+        step(
+            "t-failed-result",
+            1,
+            TaskStatus::Failed,
+            outcome_for(TaskStatus::Failed, "t-failed-result"),
+            Some("isError"),
+            base_ms + 702,
+        ),
+        step(
+            "t-worker-cancel",
+            1,
+            TaskStatus::Cancelled,
+            None,
+            Some("the worker gave up"),
+            base_ms + 703,
+        ),
+        step(
+            "t-completed-bare",
+            1,
+            TaskStatus::Completed,
+            Some(TaskOutcome::Result {
+                result: Value::Null,
+            }),
+            None,
+            base_ms + 704,
+        ),
+    ];
+    for command in &terminal {
+        apply_exactly(&*store, &by_id(&command.task_id), command, view_ms)?;
+        steps += 1;
+    }
+    // Requestor cancels, from working and from input_required with a message.
+    let input = apply_exactly(
+        &*store,
+        &by_id("t-cancel-input"),
+        &step(
+            "t-cancel-input",
+            1,
+            TaskStatus::InputRequired,
+            None,
+            Some("need a file"),
+            base_ms + 800,
+        ),
+        view_ms,
+    )?;
+    for (before, now_ms) in [(by_id("t-cancel"), base_ms + 801), (input, base_ms + 802)] {
+        let want = cancelled_record(&before, now_ms);
+        let answer = store
+            .cancel(Negotiated::FULL, ALICE, &before.task_id, now_ms)
+            .map_err(store_err("cancel"))?;
+        same(
+            &format!("task {}: cancel decision", before.task_id),
+            answer.decision,
+            Decision::ApplyCancel,
+        )?;
+        same_record("cancel answer", &want, answer.record.as_ref())?;
+        every_view(&*store, &want, view_ms, "after cancel")?;
+        steps += 1;
+    }
+    Ok(format!(
+        "{steps} applied writes: answer, read, get, result and list equal applied_transition / cancelled_record"
+    ))
+}
+
+/// Records as a backup holds them: every status, outcomes of each kind, odd versions.
+fn imported_records(base_ms: u64) -> Vec<TaskRecord> {
+    let admit = |caller: &str, id: &str, key: Option<&str>, at: u64| {
+        let mut cmd = command(caller, id, key, "2026-06", at);
+        cmd.request.arguments = Some(hostile_arguments());
+        cmd.ttl_ms = Some(3_600_000);
+        cmd.admission_record(cmd.request.digest())
+    };
+    let mut input = admit(ALICE, "r-input", Some("rk1"), base_ms);
+    input = input.with_status(TaskStatus::InputRequired, base_ms + 5);
+    input.status_message = Some("waiting ✋".into());
+    let mut completed = admit(ALICE, "r-completed", None, base_ms + 1);
+    completed = completed.with_status(TaskStatus::Completed, base_ms + 9);
+    completed.version = 7;
+    completed.outcome = Some(rich_outcome());
+    completed.status_message = Some("done".into());
+    let cancelled = cancelled_record(
+        &admit(BOB, "r-cancelled", Some("rk2"), base_ms + 2),
+        base_ms + 3,
+    );
+    let mut failed = admit(BOB, "r-failed", None, base_ms + 2);
+    failed = failed.with_status(TaskStatus::Failed, base_ms + 4);
+    failed.outcome = Some(TaskOutcome::RpcError {
+        code: 42,
+        message: "nope".into(),
+        data: Some(json!([null, { "k": "ü" }])),
+    });
+    let mut plain = admit(CAROL, "r-plain", Some("rk3"), base_ms + 3);
+    plain.ttl_ms = None;
+    plain.expires_at_ms = None;
+    plain.poll_interval_ms = None;
+    let mut expired = admit(CAROL, "r-expired", None, base_ms);
+    expired.ttl_ms = Some(10);
+    expired.expires_at_ms = Some(base_ms + 10);
+    vec![input, completed, cancelled, failed, plain, expired]
+}
+
+fn imports_round_trip(factory: &dyn StoreFactory) -> Result<String, String> {
+    let store = fresh(factory)?;
+    let base_ms = 1_700_000_000_000;
+    let records = imported_records(base_ms);
+    store.import(&records).map_err(store_err("import"))?;
+    store.import(&[]).map_err(store_err("import of nothing"))?;
+    let view_ms = base_ms + 100;
+    for record in &records {
+        every_view(&*store, record, view_ms, "after import")?;
+    }
+    same(
+        "an import writes no outbox entries",
+        store
+            .claim("w", view_ms, 100, 100)
+            .map_err(store_err("claim"))?
+            .len(),
+        0,
+    )?;
+    // An imported record holds its idempotency key.
+    let mut replay = command(ALICE, "r-input-again", Some("rk1"), "2026-06", view_ms);
+    replay.request.arguments = Some(hostile_arguments());
+    replay.ttl_ms = Some(3_600_000);
+    let answer = create_ok(&*store, &replay, Decision::ReplayTask)?;
+    same_record(
+        "replay of an imported key",
+        &records[0],
+        answer.record.as_ref(),
+    )?;
+    Ok(format!(
+        "{} records of every status: read, get, result and list equal what was imported",
+        records.len()
+    ))
+}
+
+/// One list call, failing on a store error or a decision other than `LIST_TENANT_FILTERED`.
+fn list_once(
+    store: &dyn TaskStore,
+    caller: &str,
+    cursor: Option<String>,
+    limit: usize,
+    now_ms: u64,
+) -> Result<crate::store::ListPage, String> {
+    let page = store
+        .list(&ListQuery {
+            negotiated: Negotiated::FULL,
+            caller: caller.into(),
+            cursor,
+            limit,
+            now_ms,
+        })
+        .map_err(store_err("list"))?;
+    same(
+        &format!("list of {caller}, limit {limit}: decision"),
+        page.decision,
+        Decision::ListTenantFiltered,
+    )?;
+    Ok(page)
+}
+
+/// Walks `caller`'s list with `limit` and compares every page with `pages` (task ids),
+/// every listed record with the stored one, and the cursors: one after every page but
+/// the last, none after the last.
+fn pages_are(
+    store: &dyn TaskStore,
+    caller: &str,
+    limit: usize,
+    now_ms: u64,
+    pages: &[&[&str]],
+) -> Result<(), String> {
+    let mut cursor = None;
+    for (number, want) in pages.iter().enumerate() {
+        let what = format!("list of {caller} at {now_ms}, limit {limit}, page {number}");
+        let page = list_once(store, caller, cursor.take(), limit, now_ms)?;
+        let got: Vec<&str> = page
+            .tasks
+            .iter()
+            .map(|task| task.task_id.as_str())
+            .collect();
+        if got != *want {
+            let at = got
+                .iter()
+                .zip(want.iter())
+                .take_while(|(g, w)| g == w)
+                .count();
+            return Err(format!(
+                "{what}: expected {} tasks, got {}; first difference at position {at}: \
+                 expected {:?}, got {:?}",
+                want.len(),
+                got.len(),
+                want.get(at),
+                got.get(at)
+            ));
+        }
+        for task in &page.tasks {
+            let stored = store.read(&task.task_id).map_err(store_err("read"))?;
+            match stored {
+                Some(stored) => {
+                    same_record(&format!("{what}: listed record"), &stored, Some(task))?
+                }
+                None => {
+                    return Err(format!(
+                        "{what}: lists {}, which is not stored",
+                        task.task_id
+                    ));
+                }
+            }
+        }
+        let last = number + 1 == pages.len();
+        match (&page.next_cursor, last) {
+            (Some(_), true) => {
+                return Err(format!(
+                    "{what}: the last page ({} tasks) has a next cursor",
+                    page.tasks.len()
+                ));
+            }
+            (None, false) => {
+                return Err(format!(
+                    "{what}: no next cursor, but {} more page(s) follow",
+                    pages.len() - number - 1
+                ));
+            }
+            _ => cursor = page.next_cursor,
+        }
+    }
+    Ok(())
+}
+
+fn list_page_edges(factory: &dyn StoreFactory) -> Result<String, String> {
+    let store = fresh(factory)?;
+    let admit = |caller: &str, id: &str, at: u64, ttl_ms: Option<u64>| {
+        let mut cmd = command(caller, id, None, "2026-06", at);
+        cmd.ttl_ms = ttl_ms;
+        cmd.admission_record(cmd.request.digest())
+    };
+    // Listed order is (created_at_ms, task_id): a0 a1 a2 ax a3 a4; ax expires at 300.
+    let mut records = vec![
+        admit(ALICE, "a3", 102, None),
+        admit(ALICE, "a1", 100, None),
+        admit(ALICE, "ax", 101, Some(199)),
+        admit(ALICE, "a0", 100, None),
+        admit(ALICE, "a4", 103, None),
+        admit(ALICE, "a2", 101, None),
+        admit(BOB, "b0", 100, None),
+        admit(BOB, "b1", 100, None),
+    ];
+    // One more than a page can ever hold, for the clamp.
+    records.extend((0..=LIST_LIMIT_MAX).map(|n| admit(CAROL, &format!("c{n:04}"), 50, None)));
+    store.import(&records).map_err(store_err("import"))?;
+    let alive: &[&str] = &["a0", "a1", "a2", "a3", "a4"];
+    let with_ax: &[&str] = &["a0", "a1", "a2", "ax", "a3", "a4"];
+    // At 300 ax has expired (now == expires_at); at 299 it has not.
+    pages_are(
+        &*store,
+        ALICE,
+        0,
+        300,
+        &[&["a0"], &["a1"], &["a2"], &["a3"], &["a4"]],
+    )?;
+    pages_are(
+        &*store,
+        ALICE,
+        1,
+        300,
+        &[&["a0"], &["a1"], &["a2"], &["a3"], &["a4"]],
+    )?;
+    pages_are(
+        &*store,
+        ALICE,
+        2,
+        300,
+        &[&["a0", "a1"], &["a2", "a3"], &["a4"]],
+    )?;
+    pages_are(
+        &*store,
+        ALICE,
+        4,
+        300,
+        &[&["a0", "a1", "a2", "a3"], &["a4"]],
+    )?;
+    pages_are(&*store, ALICE, 5, 300, &[alive])?;
+    pages_are(&*store, ALICE, 6, 300, &[alive])?;
+    pages_are(&*store, ALICE, 6, 299, &[with_ax])?;
+    pages_are(
+        &*store,
+        ALICE,
+        3,
+        299,
+        &[&["a0", "a1", "a2"], &["ax", "a3", "a4"]],
+    )?;
+    pages_are(
+        &*store,
+        ALICE,
+        2,
+        299,
+        &[&["a0", "a1"], &["a2", "ax"], &["a3", "a4"]],
+    )?;
+    pages_are(&*store, BOB, 2, 300, &[&["b0", "b1"]])?;
+    pages_are(&*store, BOB, 1, 300, &[&["b0"], &["b1"]])?;
+    pages_are(&*store, "tenant-d/dave", 10, 300, &[&[]])?;
+    pages_are(&*store, "tenant-d/dave", 0, 300, &[&[]])?;
+    // The clamp: LIST_LIMIT_MAX at most, whatever is asked; the one left over follows.
+    let carol: Vec<String> = (0..=LIST_LIMIT_MAX).map(|n| format!("c{n:04}")).collect();
+    let carol: Vec<&str> = carol.iter().map(String::as_str).collect();
+    for limit in [LIST_LIMIT_MAX, LIST_LIMIT_MAX + 1, usize::MAX] {
+        pages_are(
+            &*store,
+            CAROL,
+            limit,
+            300,
+            &[&carol[..LIST_LIMIT_MAX], &carol[LIST_LIMIT_MAX..]],
+        )?;
+    }
+    pages_are(
+        &*store,
+        CAROL,
+        LIST_LIMIT_MAX - 1,
+        300,
+        &[&carol[..LIST_LIMIT_MAX - 1], &carol[LIST_LIMIT_MAX - 1..]],
+    )?;
+    Ok("limits 0, 1, 2, 4, N, N+1, MAX-1, MAX, MAX+1, usize::MAX; empty list; expiry at now == expires_at".into())
+}
+
+fn claims_carry_what_was_stored(factory: &dyn StoreFactory) -> Result<String, String> {
+    let store = fresh(factory)?;
+    let base_ms = 1_700_000_000_000;
+    let mut rich = command(ALICE, "q-rich", Some("k"), "2026-06", base_ms);
+    rich.request.arguments = Some(hostile_arguments());
+    let mut other = command(BOB, "q-other", None, "2026-07", base_ms + 1);
+    other.request.name = "другой-tool".into();
+    other.request.arguments = None;
+    let mut moved = command(ALICE, "q-moved", None, "2026-08", base_ms + 2);
+    moved.request.arguments = Some(json!({ "list": [null, { "n": i64::MIN }], "s": "ü" }));
+    let commands = [rich, other, moved];
+    for cmd in &commands {
+        create_ok(&*store, cmd, Decision::AcceptTask)?;
+    }
+    // q-moved changes before its first claim: a claim carries the task as it is now.
+    let moved_record = store
+        .read("q-moved")
+        .map_err(store_err("read"))?
+        .ok_or("task vanished")?;
+    let moved_record = apply_exactly(
+        &*store,
+        &moved_record,
+        &step(
+            "q-moved",
+            1,
+            TaskStatus::InputRequired,
+            None,
+            None,
+            base_ms + 3,
+        ),
+        base_ms + 3,
+    )?;
+    let mut stored: Vec<TaskRecord> = Vec::new();
+    for cmd in &commands {
+        stored.push(
+            store
+                .read(&cmd.task_id)
+                .map_err(store_err("read"))?
+                .ok_or("task vanished")?,
+        );
+    }
+    let expect =
+        |at: usize, attempt: u32, now_ms: u64, lease_ms: u64, record: &TaskRecord| OutboxClaim {
+            task_id: record.task_id.clone(),
+            auth_key: commands[at].caller.clone(),
+            request: commands[at].request.clone(),
+            attempt,
+            lease_expires_at_ms: now_ms + lease_ms,
+            task_version: record.version,
+            task_status: record.status,
+        };
+    let claim_all = |now_ms: u64, lease_ms: u64| {
+        store
+            .claim("w-data", now_ms, lease_ms, 10)
+            .map_err(store_err("claim"))
+    };
+    let check_round = |claims: &[OutboxClaim], want: &[OutboxClaim]| -> Result<(), String> {
+        let mut ids: Vec<_> = claims.iter().map(|c| c.task_id.as_str()).collect();
+        ids.sort_unstable();
+        let mut want_ids: Vec<_> = want.iter().map(|c| c.task_id.as_str()).collect();
+        want_ids.sort_unstable();
+        same("claimed task ids", ids, want_ids)?;
+        for want in want {
+            let got = claims
+                .iter()
+                .find(|claim| claim.task_id == want.task_id)
+                .expect("ids compared above");
+            same_claim(got, want)?;
+        }
+        Ok(())
+    };
+    // Attempt 1.
+    let now_ms = base_ms + 10;
+    let first = claim_all(now_ms, 50)?;
+    check_round(
+        &first,
+        &(0..3)
+            .map(|at| expect(at, 1, now_ms, 50, &stored[at]))
+            .collect::<Vec<_>>(),
+    )?;
+    same(
+        "a leased entry is not claimed one millisecond before its lease ends",
+        claim_all(now_ms + 49, 50)?.len(),
+        0,
+    )?;
+    // Attempt 2, at exactly the lease's end; q-rich completed meanwhile.
+    let rich_done = apply_exactly(
+        &*store,
+        &stored[0],
+        &step(
+            "q-rich",
+            1,
+            TaskStatus::Completed,
+            Some(rich_outcome()),
+            None,
+            now_ms + 20,
+        ),
+        now_ms + 20,
+    )?;
+    stored[0] = rich_done;
+    let now_ms = now_ms + 50;
+    let second = claim_all(now_ms, 1_000)?;
+    check_round(
+        &second,
+        &(0..3)
+            .map(|at| expect(at, 2, now_ms, 1_000, &stored[at]))
+            .collect::<Vec<_>>(),
+    )?;
+    // Attempt 3 after release_expired_leases at exactly the lease's end; q-moved back to
+    // working; q-other acked by its current attempt, so it is not redelivered.
+    same(
+        "ack q-other, attempt 2",
+        store
+            .ack("q-other", 2, now_ms + 1)
+            .map_err(store_err("ack"))?,
+        true,
+    )?;
+    stored[2] = apply_exactly(
+        &*store,
+        &moved_record,
+        &step(
+            "q-moved",
+            2,
+            TaskStatus::Working,
+            None,
+            Some("resumed"),
+            now_ms + 2,
+        ),
+        now_ms + 2,
+    )?;
+    same(
+        "leases released at exactly their end",
+        store
+            .release_expired_leases(now_ms + 1_000)
+            .map_err(store_err("release"))?,
+        2,
+    )?;
+    let now_ms = now_ms + 1_000;
+    let third = claim_all(now_ms, 7)?;
+    check_round(
+        &third,
+        &[0, 2]
+            .into_iter()
+            .map(|at| expect(at, 3, now_ms, 7, &stored[at]))
+            .collect::<Vec<_>>(),
+    )?;
+    same(
+        "an old attempt cannot ack",
+        store
+            .ack("q-rich", 2, now_ms + 1)
+            .map_err(store_err("ack"))?,
+        false,
+    )?;
+    Ok("every claim field over attempts 1, 2, 3, with transitions between claims".into())
+}
+
+fn claim_and_sweep_bounds(factory: &dyn StoreFactory) -> Result<String, String> {
+    let store = fresh(factory)?;
+    let count = CLAIM_BATCH_MAX + 1;
+    let ids: Vec<String> = (0..count).map(|n| format!("cb{n:03}")).collect();
+    for (n, id) in ids.iter().enumerate() {
+        create_ok(
+            &*store,
+            &command(ALICE, id, None, "2026-06", 1_000 + n as u64),
+            Decision::AcceptTask,
+        )?;
+    }
+    let claimed_ids = |claims: &[OutboxClaim]| {
+        let mut ids: Vec<String> = claims.iter().map(|c| c.task_id.clone()).collect();
+        ids.sort_unstable();
+        ids
+    };
+    same(
+        "claim with max 0",
+        claimed_ids(
+            &store
+                .claim("w", 2_000, 100, 0)
+                .map_err(store_err("claim"))?,
+        ),
+        Vec::<String>::new(),
+    )?;
+    let one = store
+        .claim("w", 2_000, 100, 1)
+        .map_err(store_err("claim"))?;
+    same(
+        "claim with max 1: the oldest entry, first attempt (max 0 consumed nothing)",
+        one.iter()
+            .map(|c| (c.task_id.as_str(), c.attempt))
+            .collect::<Vec<_>>(),
+        vec![("cb000", 1)],
+    )?;
+    let batch = store
+        .claim("w", 2_000, 100, CLAIM_BATCH_MAX + 10)
+        .map_err(store_err("claim"))?;
+    same(
+        &format!(
+            "claim with max {} (CLAIM_BATCH_MAX + 10)",
+            CLAIM_BATCH_MAX + 10
+        ),
+        claimed_ids(&batch),
+        ids[1..].to_vec(),
+    )?;
+    same(
+        "every entry leased: claim with max usize::MAX",
+        store
+            .claim("w", 2_099, 100, usize::MAX)
+            .map_err(store_err("claim"))?
+            .len(),
+        0,
+    )?;
+    same(
+        "release one millisecond before the leases end",
+        store
+            .release_expired_leases(2_099)
+            .map_err(store_err("release"))?,
+        0,
+    )?;
+    let again = store
+        .claim("w", 2_100, 100, usize::MAX)
+        .map_err(store_err("claim"))?;
+    same(
+        "redelivery at the lease's end with max usize::MAX: capped at CLAIM_BATCH_MAX",
+        again.len(),
+        CLAIM_BATCH_MAX,
+    )?;
+    if let Some(claim) = again.iter().find(|claim| claim.attempt != 2) {
+        return Err(format!(
+            "claim of {}: field attempt: expected 2, got {}",
+            claim.task_id, claim.attempt
+        ));
+    }
+
+    // Sweeping: bounds, order and the expiry edge.
+    let sweep = fresh(factory)?;
+    for (id, at, ttl_ms) in [
+        ("s2", 0, Some(600)),
+        ("s0", 0, Some(500)),
+        ("s1", 10, Some(490)),
+        ("s3", 0, None),
+        ("s4", 0, Some(700)),
+    ] {
+        let mut cmd = command(ALICE, id, None, "2026-06", at);
+        cmd.ttl_ms = ttl_ms;
+        create_ok(&*sweep, &cmd, Decision::AcceptTask)?;
+    }
+    let expiry = |id: &str| match id {
+        "s0" | "s1" => Some(500),
+        "s2" => Some(600),
+        "s4" => Some(700),
+        _ => None,
+    };
+    let present = |sweep: &dyn TaskStore| -> Result<BTreeSet<&'static str>, String> {
+        let mut left = BTreeSet::new();
+        for id in ["s0", "s1", "s2", "s3", "s4"] {
+            if sweep.read(id).map_err(store_err("read"))?.is_some() {
+                left.insert(id);
+            }
+        }
+        Ok(left)
+    };
+    // (now, max, how many it must sweep); which of two equally due tasks goes first is
+    // the store's choice.
+    let steps: [(u64, usize, usize); 6] = [
+        (499, 10, 0),
+        (500, 0, 0),
+        (500, 1, 1),
+        (600, 1, 1),
+        (600, usize::MAX, 1),
+        (u64::from(u32::MAX), usize::MAX, 1),
+    ];
+    let mut before = present(&*sweep)?;
+    for (now_ms, max, swept) in steps {
+        let what = format!("sweep_expired({now_ms}, {max})");
+        same(
+            &format!("{what}: swept"),
+            sweep
+                .sweep_expired(now_ms, max)
+                .map_err(store_err("sweep"))?,
+            swept,
+        )?;
+        let after = present(&*sweep)?;
+        let removed: Vec<_> = before.difference(&after).copied().collect();
+        same(&format!("{what}: tasks removed"), removed.len(), swept)?;
+        if let Some(live) = removed
+            .iter()
+            .find(|id| expiry(id).is_none_or(|at| at > now_ms))
+        {
+            return Err(format!(
+                "{what}: removed task {live}, which expires at {:?}",
+                expiry(live)
+            ));
+        }
+        before = after;
+    }
+    same(
+        "after every sweep, tasks left",
+        before.into_iter().collect::<Vec<_>>(),
+        vec!["s3"],
+    )?;
+    same(
+        "only the unexpired task's outbox entry is left",
+        claimed_ids(
+            &sweep
+                .claim("w", 10_000, 10, 10)
+                .map_err(store_err("claim"))?,
+        ),
+        vec!["s3".to_owned()],
+    )?;
+    Ok(format!(
+        "claim max 0, 1, {}, usize::MAX over {count} entries; leases at their end; sweep max 0, 1, usize::MAX in expiry order",
+        CLAIM_BATCH_MAX + 10
+    ))
+}
+
+fn idempotency_key_lifetime(factory: &dyn StoreFactory) -> Result<String, String> {
+    let store = fresh(factory)?;
+    let keyed = |caller: &str, id: &str, key: &str, month: &str, now_ms: u64| {
+        let mut cmd = command(caller, id, Some(key), month, now_ms);
+        cmd.ttl_ms = Some(1_000);
+        cmd
+    };
+    let replays = |cmd: &CreateCommand, holder: &str| -> Result<(), String> {
+        let answer = store.create(cmd).map_err(store_err("create"))?;
+        let what = format!(
+            "{} with key {:?} at {} (task {} holds it)",
+            cmd.caller,
+            cmd.idempotency_key.as_deref().unwrap_or_default(),
+            cmd.now_ms,
+            holder
+        );
+        same(
+            &format!("{what}: decision"),
+            answer.decision,
+            Decision::ReplayTask,
+        )?;
+        let stored = store.read(holder).map_err(store_err("read"))?;
+        same_record(
+            &format!("{what}: replayed record"),
+            stored.as_ref().ok_or(format!("{what}: holder vanished"))?,
+            answer.record.as_ref(),
+        )?;
+        same(
+            &format!("{what}: the replay stored nothing"),
+            store.read(&cmd.task_id).map_err(store_err("read"))?,
+            None,
+        )
+    };
+    // k1: bound while the task lives, terminal or not.
+    create_ok(
+        &*store,
+        &keyed(ALICE, "k1-a", "k1", "m", 0),
+        Decision::AcceptTask,
+    )?;
+    replays(&keyed(ALICE, "k1-r1", "k1", "m", 10), "k1-a")?;
+    create_ok(
+        &*store,
+        &keyed(ALICE, "k1-x", "k1", "other", 11),
+        Decision::BlockIdempotencyCollision,
+    )?;
+    store
+        .transition(&transition("k1-a", ALICE, 1, TaskStatus::Completed, 20))
+        .map_err(store_err("transition"))?;
+    replays(&keyed(ALICE, "k1-r2", "k1", "m", 30), "k1-a")?;
+    create_ok(
+        &*store,
+        &keyed(ALICE, "k1-x2", "k1", "other", 31),
+        Decision::BlockIdempotencyCollision,
+    )?;
+    // Per caller: Bob's k1 is his own, with the same request or another.
+    create_ok(
+        &*store,
+        &keyed(BOB, "k1-b", "k1", "m", 40),
+        Decision::AcceptTask,
+    )?;
+    create_ok(
+        &*store,
+        &keyed(CAROL, "k1-c", "k1", "other", 41),
+        Decision::AcceptTask,
+    )?;
+    replays(&keyed(BOB, "k1-b-r", "k1", "m", 50), "k1-b")?;
+    replays(&keyed(ALICE, "k1-r3", "k1", "m", 51), "k1-a")?;
+    replays(&keyed(CAROL, "k1-c-r", "k1", "other", 52), "k1-c")?;
+    // k2: cancelled by the requestor, still bound.
+    create_ok(
+        &*store,
+        &keyed(ALICE, "k2-a", "k2", "m", 100),
+        Decision::AcceptTask,
+    )?;
+    store
+        .cancel(Negotiated::FULL, ALICE, "k2-a", 110)
+        .map_err(store_err("cancel"))?;
+    replays(&keyed(ALICE, "k2-r", "k2", "m", 120), "k2-a")?;
+    // The last millisecond of k1-a's life: still bound.
+    replays(&keyed(ALICE, "k1-r4", "k1", "m", 999), "k1-a")?;
+    // At expiry (now == expires_at) the key is released: a new task, and the expired
+    // record, still stored until swept, no longer claims the key.
+    let old = store
+        .read("k1-a")
+        .map_err(store_err("read"))?
+        .ok_or("k1-a vanished before its sweep")?;
+    let renewed = keyed(ALICE, "k1-new", "k1", "other", 1_000);
+    let answer = create_ok(&*store, &renewed, Decision::AcceptTask)?;
+    same_record(
+        "the create after the key's task expired",
+        &renewed.admission_record(renewed.request.digest()),
+        answer.record.as_ref(),
+    )?;
+    let mut released = old.clone();
+    released.idempotency_key = None;
+    same_record(
+        "the expired holder after its key was taken",
+        &released,
+        store.read("k1-a").map_err(store_err("read"))?.as_ref(),
+    )?;
+    replays(&keyed(ALICE, "k1-r5", "k1", "other", 1_001), "k1-new")?;
+    // Bob's k1 (expires at 1040) is untouched by Alice's release.
+    replays(&keyed(BOB, "k1-b-r2", "k1", "m", 1_001), "k1-b")?;
+    // k2-a expires at 1100 and is swept: its key is free, the new task owns it.
+    same(
+        "sweep at 1100",
+        store
+            .sweep_expired(1_100, usize::MAX)
+            .map_err(store_err("sweep"))?,
+        4,
+    )?;
+    same(
+        "k2-a swept",
+        store.read("k2-a").map_err(store_err("read"))?,
+        None,
+    )?;
+    let after_sweep = keyed(ALICE, "k2-new", "k2", "another", 1_200);
+    let answer = create_ok(&*store, &after_sweep, Decision::AcceptTask)?;
+    same_record(
+        "the create after the key's task was swept",
+        &after_sweep.admission_record(after_sweep.request.digest()),
+        answer.record.as_ref(),
+    )?;
+    replays(&keyed(ALICE, "k2-r2", "k2", "another", 1_201), "k2-new")?;
+    // Bob's k1 was swept too: his key is free again, for a different request.
+    create_ok(
+        &*store,
+        &keyed(BOB, "k1-b2", "k1", "changed", 1_202),
+        Decision::AcceptTask,
+    )?;
+    Ok(
+        "keys bound through terminal states, per caller, released at expiry and by the sweep"
+            .into(),
+    )
+}
+
+fn task_id_collisions(factory: &dyn StoreFactory) -> Result<String, String> {
+    let store = fresh(factory)?;
+    let original = command(ALICE, "dup", None, "2026-06", 10);
+    let original_record = create_ok(&*store, &original, Decision::AcceptTask)?
+        .record
+        .ok_or("ACCEPT_TASK without a record")?;
+    let mut expiring = command(ALICE, "holder", Some("ke"), "2026-06", 0);
+    expiring.ttl_ms = Some(100);
+    let holder = create_ok(&*store, &expiring, Decision::AcceptTask)?
+        .record
+        .ok_or("ACCEPT_TASK without a record")?;
+    let mut colliding = Vec::new();
+    let mut same_caller = command(ALICE, "dup", None, "2026-07", 20);
+    same_caller.request.name = "other-tool".into();
+    colliding.push(("Alice, no key", same_caller));
+    colliding.push(("Bob, no key", command(BOB, "dup", None, "2026-06", 21)));
+    colliding.push((
+        "Bob, new key",
+        command(BOB, "dup", Some("kx"), "2026-06", 22),
+    ));
+    // An expired holder's key would be released by an admission: not by a refused one.
+    colliding.push((
+        "Alice, expired holder's key",
+        command(ALICE, "dup", Some("ke"), "2026-07", 200),
+    ));
+    for (who, cmd) in &colliding {
+        match store.create(cmd) {
+            Err(StoreError::Duplicate { task_id }) => same(
+                &format!("create of an existing id ({who}): Duplicate names"),
+                task_id.as_str(),
+                "dup",
+            )?,
+            other => {
+                return Err(format!(
+                    "create of existing task id dup ({who}): expected Err(Duplicate), got {other:?}"
+                ));
+            }
+        }
+        same_record(
+            &format!("after a colliding create ({who})"),
+            &original_record,
+            store.read("dup").map_err(store_err("read"))?.as_ref(),
+        )?;
+    }
+    same_record(
+        "the expired holder after a refused create with its key",
+        &holder,
+        store.read("holder").map_err(store_err("read"))?.as_ref(),
+    )?;
+    // The refused creates bound no key: Bob's kx is free for any request.
+    create_ok(
+        &*store,
+        &command(BOB, "kx-task", Some("kx"), "2026-12", 30),
+        Decision::AcceptTask,
+    )?;
+    // The original's outbox entry is intact, with its own request.
+    let claims = store.claim("w", 300, 100, 10).map_err(store_err("claim"))?;
+    let claim = claims
+        .iter()
+        .find(|claim| claim.task_id == "dup")
+        .ok_or("task dup: its outbox entry is gone after colliding creates")?;
+    same_claim(
+        claim,
+        &OutboxClaim {
+            task_id: "dup".into(),
+            auth_key: ALICE.into(),
+            request: original.request.clone(),
+            attempt: 1,
+            lease_expires_at_ms: 400,
+            task_version: 1,
+            task_status: TaskStatus::Working,
+        },
+    )?;
+    same(
+        "one outbox entry per task",
+        claims.iter().filter(|claim| claim.task_id == "dup").count(),
+        1,
+    )?;
+    // Import: a colliding id anywhere in the batch refuses all of it.
+    let fresh_one = command(CAROL, "imp-1", None, "2026-06", 40).admission_record(
+        crate::contract::request_digest("tools/call", "export", None),
+    );
+    let fresh_two = command(CAROL, "imp-2", Some("ki"), "2026-06", 41).admission_record(
+        crate::contract::request_digest("tools/call", "export", None),
+    );
+    let mut impostor = original_record.clone();
+    impostor.auth_key = CAROL.into();
+    impostor.status_message = Some("overwritten".into());
+    let batches: [(&str, Vec<TaskRecord>); 3] = [
+        (
+            "existing id last",
+            vec![fresh_one.clone(), fresh_two.clone(), impostor.clone()],
+        ),
+        (
+            "existing id first",
+            vec![impostor.clone(), fresh_one.clone(), fresh_two.clone()],
+        ),
+        (
+            "the same id twice",
+            vec![fresh_one.clone(), fresh_two.clone(), fresh_one.clone()],
+        ),
+    ];
+    for (what, batch) in &batches {
+        if store.import(batch).is_ok() {
+            return Err(format!("import ({what}): accepted a colliding task id"));
+        }
+        for id in ["imp-1", "imp-2"] {
+            if let Some(written) = store.read(id).map_err(store_err("read"))? {
+                return Err(format!(
+                    "import ({what}) refused, yet task {id} was written: {written:?}"
+                ));
+            }
+        }
+        same_record(
+            &format!("after a refused import ({what})"),
+            &original_record,
+            store.read("dup").map_err(store_err("read"))?.as_ref(),
+        )?;
+    }
+    // Nothing of the refused batches lingers: the same records import cleanly, and the
+    // key they carry was not left bound.
+    store
+        .import(&[fresh_one.clone(), fresh_two.clone()])
+        .map_err(store_err("import after refusals"))?;
+    same_record(
+        "imported after refusals",
+        &fresh_two,
+        store.read("imp-2").map_err(store_err("read"))?.as_ref(),
+    )?;
+    Ok("creates (any caller, with or without a key) and imports of existing ids refused; nothing changed".into())
 }

@@ -694,7 +694,7 @@ impl TaskStore for PostgresStore {
         let changed = self.lock()?.execute(
             "DELETE FROM tasks WHERE task_id IN (SELECT task_id FROM tasks \
                      WHERE expires_at_ms <= $1 ORDER BY expires_at_ms, task_id LIMIT $2)",
-            &[&now, &(max as i64)],
+            &[&now, &i64::try_from(max).unwrap_or(i64::MAX)],
             "sweep expired tasks",
         )?;
         Ok(changed as usize)
