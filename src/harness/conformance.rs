@@ -1959,7 +1959,11 @@ fn claims_carry_what_was_stored(factory: &dyn StoreFactory) -> Result<String, St
     other.request.arguments = None;
     let mut moved = command(ALICE, "q-moved", None, "2026-08", base_ms + 2);
     moved.request.arguments = Some(json!({ "list": [null, { "n": i64::MIN }], "s": "ü" }));
-    let commands = [rich, other, moved];
+    // `arguments: null` is a request of its own (its digest differs from absent arguments):
+    // a claim must carry it as null, not drop it.
+    let mut null = command(CAROL, "q-null", None, "2026-09", base_ms + 3);
+    null.request.arguments = Some(serde_json::Value::Null);
+    let commands = [rich, other, moved, null];
     for cmd in &commands {
         create_ok(&*store, cmd, Decision::AcceptTask)?;
     }
@@ -2025,7 +2029,7 @@ fn claims_carry_what_was_stored(factory: &dyn StoreFactory) -> Result<String, St
     let first = claim_all(now_ms, 50)?;
     check_round(
         &first,
-        &(0..3)
+        &(0..commands.len())
             .map(|at| expect(at, 1, now_ms, 50, &stored[at]))
             .collect::<Vec<_>>(),
     )?;
@@ -2053,12 +2057,13 @@ fn claims_carry_what_was_stored(factory: &dyn StoreFactory) -> Result<String, St
     let second = claim_all(now_ms, 1_000)?;
     check_round(
         &second,
-        &(0..3)
+        &(0..commands.len())
             .map(|at| expect(at, 2, now_ms, 1_000, &stored[at]))
             .collect::<Vec<_>>(),
     )?;
     // Attempt 3 after release_expired_leases at exactly the lease's end; q-moved back to
-    // working; q-other acked by its current attempt, so it is not redelivered.
+    // working; q-other acked by its current attempt, so it is not redelivered (q-rich,
+    // q-moved and q-null are).
     same(
         "ack q-other, attempt 2",
         store
@@ -2084,13 +2089,13 @@ fn claims_carry_what_was_stored(factory: &dyn StoreFactory) -> Result<String, St
         store
             .release_expired_leases(now_ms + 1_000)
             .map_err(store_err("release"))?,
-        2,
+        3,
     )?;
     let now_ms = now_ms + 1_000;
     let third = claim_all(now_ms, 7)?;
     check_round(
         &third,
-        &[0, 2]
+        &[0, 2, 3]
             .into_iter()
             .map(|at| expect(at, 3, now_ms, 7, &stored[at]))
             .collect::<Vec<_>>(),

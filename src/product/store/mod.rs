@@ -72,8 +72,22 @@ pub struct CreateCommand {
 pub struct WrappedRequest {
     pub method: String,
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Absent and `null` are different requests (their digests differ), so a stored
+    /// `null` reads back as `Some(Value::Null)`, never as absent.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present_even_if_null"
+    )]
     pub arguments: Option<Value>,
+}
+
+/// Deserialises a present field as `Some`, `null` included (serde's `Option` would read
+/// `null` as `None`); an absent field stays `None` through `default`.
+fn present_even_if_null<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Value>, D::Error> {
+    <Value as serde::Deserialize>::deserialize(deserializer).map(Some)
 }
 
 impl WrappedRequest {
