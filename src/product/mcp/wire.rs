@@ -59,11 +59,13 @@ impl RpcError {
     }
 
     pub fn to_json(&self) -> Value {
-        let mut error = json!({ "code": self.code, "message": self.message });
+        let mut error = Map::new();
+        error.insert("code".into(), Value::from(self.code));
+        error.insert("message".into(), Value::String(self.message.clone()));
         if let Some(data) = &self.data {
-            error["data"] = data.clone();
+            error.insert("data".into(), data.clone());
         }
-        error
+        Value::Object(error)
     }
 }
 
@@ -146,12 +148,23 @@ pub fn classify(value: Value) -> Result<Incoming, Value> {
     })
 }
 
+// The envelopes below are built as maps, not with `json!`: `json!` serialises an embedded
+// `Value` into a fresh copy, and a result can be a whole list page. Same values.
+
 pub fn response(id: &Value, result: Value) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+    envelope(id, "result", result)
 }
 
 pub fn error_response(id: &Value, error: &RpcError) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "error": error.to_json() })
+    envelope(id, "error", error.to_json())
+}
+
+fn envelope(id: &Value, key: &str, body: Value) -> Value {
+    let mut message = Map::new();
+    message.insert("jsonrpc".into(), Value::String("2.0".into()));
+    message.insert("id".into(), id.clone());
+    message.insert(key.into(), body);
+    Value::Object(message)
 }
 
 pub fn notification(method: &str, params: Value) -> Value {
@@ -191,7 +204,10 @@ pub fn task_result_json(record: &TaskRecord) -> Value {
 
 /// A `CreateTaskResult`: the task nested under `task`, its version in `_meta`.
 pub fn create_task_result_json(record: &TaskRecord) -> Value {
-    json!({ "task": task_json(record), "_meta": { VERSION_META: record.version } })
+    let mut result = Map::new();
+    result.insert("task".into(), task_json(record));
+    result.insert("_meta".into(), json!({ VERSION_META: record.version }));
+    Value::Object(result)
 }
 
 /// The record's message, or a default one for statuses a reader should be told about.
@@ -232,4 +248,92 @@ pub fn required_string<'p>(
 ) -> Result<&'p str, RpcError> {
     optional_string(params, name)?
         .ok_or_else(|| RpcError::invalid_params(format!("params.{name} is required")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::{Admission, TaskOutcome, request_digest};
+
+    /// Records in every shape the wire renders: each status, with and without TTL, poll
+    /// interval and message.
+    pub(super) fn representative_records() -> Vec<TaskRecord> {
+        let admitted = |ttl_ms, poll_interval_ms| {
+            TaskRecord::admit(Admission {
+                task_id: "0123456789abcdef0123456789abcdef".into(),
+                auth_key: "tenant-0/user".into(),
+                method: "tools/call".into(),
+                tool_name: "export".into(),
+                request_digest: request_digest("tools/call", "export", None),
+                idempotency_key: Some("tenant-0/user#0".into()),
+                now_ms: 1_767_225_600_123,
+                ttl_ms,
+                poll_interval_ms,
+                correlation_id: "c0ffee".into(),
+            })
+        };
+        let mut records = vec![admitted(Some(600_000), Some(100)), admitted(None, None)];
+        let base = records[0].clone();
+        let mut asked = base.with_status(TaskStatus::InputRequired, 1_767_225_601_000);
+        asked.status_message = Some("which \"columns\"?\n\u{e9}".into());
+        records.push(asked);
+        let mut done = base.with_status(TaskStatus::Completed, 1_767_225_602_999);
+        done.outcome = Some(TaskOutcome::Result {
+            result: json!({ "content": [{ "type": "text", "text": "ok" }], "isError": false }),
+        });
+        records.push(done);
+        records.push(base.with_status(TaskStatus::Failed, 1_767_225_603_000));
+        records.push(base.with_status(TaskStatus::Cancelled, 1_767_225_604_000));
+        records
+    }
+
+    /// The envelopes as they were built before (with `json!`), for comparison.
+    fn response_before(id: &Value, result: Value) -> Value {
+        json!({ "jsonrpc": "2.0", "id": id, "result": result })
+    }
+
+    fn error_response_before(id: &Value, error: &RpcError) -> Value {
+        let mut body = json!({ "code": error.code, "message": error.message });
+        if let Some(data) = &error.data {
+            body["data"] = data.clone();
+        }
+        json!({ "jsonrpc": "2.0", "id": id, "error": body })
+    }
+
+    fn create_task_result_before(record: &TaskRecord) -> Value {
+        json!({ "task": task_json(record), "_meta": { VERSION_META: record.version } })
+    }
+
+    /// Same value, same bytes.
+    fn same(now: &Value, before: &Value) {
+        assert_eq!(now, before);
+        assert_eq!(now.to_string(), before.to_string());
+    }
+
+    #[test]
+    fn envelopes_are_unchanged() {
+        for id in [json!(1), json!("req-\"7\""), Value::Null] {
+            for record in representative_records() {
+                same(
+                    &response(&id, task_result_json(&record)),
+                    &response_before(&id, task_result_json(&record)),
+                );
+                same(
+                    &create_task_result_json(&record),
+                    &create_task_result_before(&record),
+                );
+            }
+            for error in [
+                RpcError::invalid_params("Failed to retrieve task: Task not found"),
+                RpcError::new(code::INTERNAL_ERROR, "Task was cancelled")
+                    .with_data(json!({ "taskId": "t", "status": "cancelled" })),
+                RpcError::new(-1, "negative"),
+            ] {
+                same(
+                    &error_response(&id, &error),
+                    &error_response_before(&id, &error),
+                );
+            }
+        }
+    }
 }
