@@ -188,7 +188,8 @@ pub fn parse_seed_range(text: &str) -> Result<std::ops::Range<u64>, String> {
     Ok(a..b)
 }
 
-/// Runs one seed of `scenario` on a fresh OS thread (madsim keeps per-thread state).
+/// Runs one seed of `scenario` on an OS thread of its own, kept for the caller's next seed
+/// (madsim keeps per-thread state; a run leaves none behind).
 pub fn run_seed(scenario: &Scenario, seed: u64) -> SimOutcome {
     run_seed_with(scenario, seed, None)
 }
@@ -209,14 +210,13 @@ pub fn run_seed_with(scenario: &Scenario, seed: u64, sweep: Option<Sweep>) -> Si
     // Kept outside the simulation thread, so a panicking run still leaves its history.
     let history = Arc::new(History::default());
     let recorded = history.clone();
-    let joined = std::thread::spawn(move || {
+    let joined = on_sim_thread(move || {
         let mut runtime =
             madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
         // Simulated time; a run that does not finish by then is a hang, reported as one.
         runtime.set_time_limit(Duration::from_secs(3_600));
         runtime.block_on(simulate(scenario, seed, recorded, sweep))
-    })
-    .join();
+    });
     joined.unwrap_or_else(|panic| {
         let (events, lanes) = history.take();
         let plan = match history.plan.lock() {
@@ -246,6 +246,56 @@ pub fn run_seed_with(scenario: &Scenario, seed: u64, sweep: Option<Sweep>) -> Si
             nodes: history.node_names(),
         }
     })
+}
+
+/// Runs `run` (one whole simulation) on the calling thread's simulation thread and returns
+/// what it returned or how it panicked, as joining a thread would.
+///
+/// The simulation thread is an OS thread kept for the caller's next seed: a fresh thread
+/// per seed cost its stack's and its allocator arena's page faults every time. Nothing of
+/// one run survives into the next (madsim's context is set and restored per runtime; each
+/// run builds its world anew), so a seed's trace is the same whatever ran before it on that
+/// thread. A run that panicked retires its thread (unwinding may leave it in any state); the
+/// next seed gets a fresh one.
+fn on_sim_thread<T: Send + 'static>(
+    run: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::Result<T> {
+    type Job = Box<dyn FnOnce() -> bool + Send>;
+    thread_local! {
+        static SIM_THREAD: std::cell::RefCell<Option<std::sync::mpsc::Sender<Job>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    let (done, finished) = std::sync::mpsc::channel();
+    let job: Job = Box::new(move || {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
+        let healthy = result.is_ok();
+        let _ = done.send(result);
+        healthy
+    });
+    SIM_THREAD.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        let jobs = slot.get_or_insert_with(|| {
+            let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+            std::thread::spawn(move || {
+                // Ends when a run panics or the caller's thread (the sender) goes away.
+                while let Ok(job) = queue.recv() {
+                    if !job() {
+                        break;
+                    }
+                }
+            });
+            jobs
+        });
+        // The thread only leaves its loop after a panic, and then the slot is emptied.
+        jobs.send(job).expect("the simulation thread is waiting");
+    });
+    let result = finished
+        .recv()
+        .expect("the simulation thread answers every run");
+    if result.is_err() {
+        SIM_THREAD.with(|slot| slot.borrow_mut().take());
+    }
+    result
 }
 
 /// Simulated milliseconds since the start of the run at which `event` happened.
@@ -1473,5 +1523,31 @@ async fn simulate(
         history: events,
         lanes,
         nodes: history.node_names(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::on_sim_thread;
+
+    #[test]
+    fn the_simulation_thread_is_kept_until_a_run_panics() {
+        let first = on_sim_thread(|| std::thread::current().id()).expect("a run");
+        let second = on_sim_thread(|| std::thread::current().id()).expect("a run");
+        assert_eq!(first, second, "kept for the next run");
+        assert_ne!(
+            first,
+            std::thread::current().id(),
+            "not the caller's thread"
+        );
+        let panicked = on_sim_thread(|| -> () { panic!("a run that panics") });
+        let message = panicked.expect_err("the panic is returned");
+        assert_eq!(message.downcast_ref::<&str>(), Some(&"a run that panics"));
+        let after = on_sim_thread(|| std::thread::current().id()).expect("a run");
+        assert_ne!(after, first, "a fresh thread after a panic");
+        assert_eq!(
+            on_sim_thread(|| std::thread::current().id()).expect("a run"),
+            after
+        );
     }
 }
