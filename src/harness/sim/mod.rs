@@ -8,6 +8,7 @@
 //! seed on an OS thread of its own (kept for the caller's next seed) and returns its
 //! outcome and trace hash; the same seed gives the same hash, whatever ran before it.
 
+mod render;
 mod scenario;
 pub mod shrink;
 mod world;

@@ -2,6 +2,7 @@
 //! nodes, a sweeper node and one client node per tenant, driven by a supervisor that
 //! injects faults during a safety phase and then lets the system heal (liveness phase).
 
+use super::render;
 use super::scenario::{FaultKind, Knobs, Plan, PlannedFault, Scenario};
 use super::{SIM_EPOCH_MS, SimEnv};
 use crate::check::{
@@ -326,10 +327,10 @@ impl std::fmt::Display for TimelineLine<'_> {
 }
 
 /// SHA-256 over the timeline's lines joined by newlines. Each line is rendered into one
-/// reused buffer and hashed whole (many tiny hasher updates cost more than the copy).
+/// reused buffer (by [`render::write_line`], byte for byte a [`TimelineLine`]) and hashed
+/// whole (many tiny hasher updates cost more than the copy).
 fn trace_hash(events: &[Event], lanes: &[String]) -> String {
     use sha2::Digest as _;
-    use std::fmt::Write as _;
     let mut hasher = sha2::Sha256::new();
     let mut line = String::with_capacity(512);
     for (index, (event, lane)) in events.iter().zip(lanes).enumerate() {
@@ -337,8 +338,7 @@ fn trace_hash(events: &[Event], lanes: &[String]) -> String {
         if index > 0 {
             line.push('\n');
         }
-        // Writing into a String cannot fail.
-        let _ = write!(line, "{}", TimelineLine(event, lane));
+        render::write_line(&mut line, offset_ms(event), lane, event);
         hasher.update(line.as_bytes());
     }
     crate::contract::hex_lower(&hasher.finalize())
@@ -1548,7 +1548,35 @@ fn tear_down(handle: &Handle, history: &History) {
 
 #[cfg(test)]
 mod tests {
-    use super::on_sim_thread;
+    use super::{TimelineLine, on_sim_thread, run_seed, trace_hash};
+    use crate::sim::Scenario;
+
+    /// The trace hash as it was first defined: SHA-256 over the `Display` of each line.
+    fn reference_hash(outcome: &crate::sim::SimOutcome) -> String {
+        use sha2::Digest as _;
+        let lines: Vec<String> = outcome
+            .history
+            .iter()
+            .zip(&outcome.lanes)
+            .map(|(event, lane)| TimelineLine(event, lane).to_string())
+            .collect();
+        crate::contract::hex_lower(&sha2::Sha256::digest(lines.join("\n").as_bytes()))
+    }
+
+    #[test]
+    fn the_trace_hash_is_the_hash_of_the_timeline() {
+        for scenario in Scenario::all().expect("scenarios load") {
+            for seed in 0..3 {
+                let outcome = run_seed(&scenario, seed);
+                assert!(outcome.history.len() > 20);
+                assert_eq!(outcome.trace_hash, reference_hash(&outcome));
+                assert_eq!(
+                    trace_hash(&outcome.history, &outcome.lanes),
+                    outcome.trace_hash
+                );
+            }
+        }
+    }
 
     #[test]
     fn the_simulation_thread_is_kept_until_a_run_panics() {
