@@ -19,7 +19,7 @@ use crate::runtime::{
 };
 use crate::store::{
     Answer, CreateCommand, ListPage, ListQuery, MemoryStore, OutboxClaim, StoreError, StoreOptions,
-    TaskStore, TransitionCommand, WrappedRequest,
+    TaskStore, TransitionCommand,
 };
 use madsim::runtime::{Handle, NodeHandle};
 use serde_json::json;
@@ -400,13 +400,29 @@ impl History {
         std::mem::take(&mut *events).into_iter().unzip()
     }
 
-    fn mark(&self, name: impl Into<String>) {
-        *self
-            .marks
-            .lock()
-            .expect("marks")
-            .entry(name.into())
-            .or_default() += 1;
+    fn mark(&self, name: impl AsRef<str> + Into<String>) {
+        let mut marks = self.marks.lock().expect("marks");
+        // Counted in place once seen: most marks repeat, and a key costs an allocation.
+        match marks.get_mut(name.as_ref()) {
+            Some(count) => *count += 1,
+            None => {
+                marks.insert(name.into(), 1);
+            }
+        }
+    }
+
+    /// Marks `{prefix}:{point}` without building the name when it was seen before.
+    fn mark_point(&self, prefix: &str, point: Point) {
+        let name = point.name();
+        let length = prefix.len() + 1 + name.len();
+        let mut buffer = [0u8; 64];
+        if length > buffer.len() {
+            return self.mark(format!("{prefix}:{name}"));
+        }
+        buffer[..prefix.len()].copy_from_slice(prefix.as_bytes());
+        buffer[prefix.len()] = b':';
+        buffer[prefix.len() + 1..length].copy_from_slice(name.as_bytes());
+        self.mark(std::str::from_utf8(&buffer[..length]).expect("two names and a colon"));
     }
 }
 
@@ -691,7 +707,7 @@ impl Probe for SimProbe {
     }
 
     fn at(&self, point: Point, task_id: &str) -> BoxFuture<'static, ()> {
-        self.history.mark(format!("point:{}", point.name()));
+        self.history.mark_point("point", point);
         let faults_on = self.faults_on.load(std::sync::atomic::Ordering::SeqCst);
         let swept = faults_on
             && self.sweep.is_some_and(|sweep| {
@@ -703,7 +719,7 @@ impl Probe for SimProbe {
                         == sweep.arrival
             });
         if swept {
-            self.history.mark(format!("sweep:{}", point.name()));
+            self.history.mark_point("sweep", point);
         }
         let crash = swept
             || (faults_on
@@ -715,10 +731,15 @@ impl Probe for SimProbe {
         };
         let node = *self.node.lock().expect("node slot");
         let history = self.history.clone();
-        let task_id = task_id.to_owned();
+        // Only a crash names the task.
+        let task_id = if crash {
+            task_id.to_owned()
+        } else {
+            String::new()
+        };
         Box::pin(async move {
             if crash && let Some(node) = node {
-                history.mark(format!("kill:{}", point.name()));
+                history.mark_point("kill", point);
                 history.push(Event::Fault {
                     what: format!("crash node {node} at {} for {task_id}", point.name()),
                     at_ms: SimEnv.now_ms(),
@@ -878,7 +899,7 @@ fn revealed_of_wire(task: &serde_json::Value, version: Option<u64>) -> Option<Re
     Some(Revealed {
         task_id: task["taskId"].as_str()?.to_owned(),
         auth_key: String::new(),
-        status: serde_json::from_value(task["status"].clone()).ok()?,
+        status: serde::Deserialize::deserialize(&task["status"]).ok()?,
         version,
         outcome: None,
     })
@@ -927,12 +948,8 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
         let arguments = json!({ "tenant": tenant, "n": n });
         // A task-augmented `tools/call` under `key`; the digest is the server's own.
         let create = |arguments: &serde_json::Value| {
-            let digest = WrappedRequest {
-                method: "tools/call".into(),
-                name: "export".into(),
-                arguments: Some(arguments.clone()),
-            }
-            .digest();
+            // What `WrappedRequest::digest` computes, without copying the arguments.
+            let digest = crate::contract::request_digest("tools/call", "export", Some(arguments));
             let op = ClientOp::Create {
                 idempotency_key: Some(key.clone()),
                 digest: digest.as_str().to_owned(),
