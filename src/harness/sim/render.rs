@@ -4,8 +4,8 @@
 //! over these lines for every event of every run, so they are on the simulation's hot path;
 //! the unit test below holds them equal to the `Debug` rendering for whole histories.
 //!
-//! Leaves whose `Debug` is not derived here (enums of the contract, `serde_json::Value`,
-//! strings that need escaping) still go through their own `Debug`.
+//! Leaves whose `Debug` is not rewritten here (enums of the contract, JSON numbers, strings
+//! that need escaping) still go through their own `Debug`.
 
 use crate::check::{AppliedKind, ClientOp, ClientResult, Event, Revealed};
 use crate::contract::TaskOutcome;
@@ -197,10 +197,78 @@ fn write_option_outcome(out: &mut String, outcome: Option<&TaskOutcome>) {
     match outcome {
         Some(outcome) => {
             out.push_str("Some(");
-            write_debug(out, outcome);
+            write_outcome(out, outcome);
             out.push(')');
         }
         None => out.push_str("None"),
+    }
+}
+
+fn write_outcome(out: &mut String, outcome: &TaskOutcome) {
+    match outcome {
+        TaskOutcome::Result { result } => {
+            out.push_str("Result { result: ");
+            write_value(out, result);
+            out.push_str(" }");
+        }
+        TaskOutcome::RpcError {
+            code,
+            message,
+            data,
+        } => {
+            out.push_str("RpcError { code: ");
+            write_debug(out, code);
+            out.push_str(", message: ");
+            write_str(out, message);
+            out.push_str(", data: ");
+            match data {
+                Some(data) => {
+                    out.push_str("Some(");
+                    write_value(out, data);
+                    out.push(')');
+                }
+                None => out.push_str("None"),
+            }
+            out.push_str(" }");
+        }
+    }
+}
+
+/// A JSON value as `serde_json::Value`'s `Debug` writes it (numbers still through theirs).
+fn write_value(out: &mut String, value: &serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Null => out.push_str("Null"),
+        Value::Bool(true) => out.push_str("Bool(true)"),
+        Value::Bool(false) => out.push_str("Bool(false)"),
+        Value::Number(number) => write_debug(out, number),
+        Value::String(text) => {
+            out.push_str("String(");
+            write_str(out, text);
+            out.push(')');
+        }
+        Value::Array(items) => {
+            out.push_str("Array [");
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push_str(", ");
+                }
+                write_value(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(members) => {
+            out.push_str("Object {");
+            for (index, (name, member)) in members.iter().enumerate() {
+                if index > 0 {
+                    out.push_str(", ");
+                }
+                write_str(out, name);
+                out.push_str(": ");
+                write_value(out, member);
+            }
+            out.push('}');
+        }
     }
 }
 
@@ -277,12 +345,25 @@ mod tests {
     #[test]
     fn lines_equal_the_debug_rendering() {
         let outcome = TaskOutcome::Result {
-            result: json!({ "content": [{ "type": "text", "text": "é\n\"x\"" }], "isError": false, "n": 1.5 }),
+            result: json!({
+                "content": [{ "type": "text", "text": "é\n\"x\"" }, [], {}, [null, true, -3]],
+                "isError": false,
+                "n": 1.5,
+                "big": u64::MAX,
+                "neg": i64::MIN,
+                "tiny": 1e-300,
+                "k\u{1}ey": "\t",
+            }),
         };
         let error = TaskOutcome::RpcError {
             code: -32603,
             message: "boom".into(),
             data: Some(json!({ "taskId": "t" })),
+        };
+        let bare_error = TaskOutcome::RpcError {
+            code: 7,
+            message: "\"quoted\"".into(),
+            data: None,
         };
         let revealed = |outcome: Option<TaskOutcome>, version| Revealed {
             task_id: "0123abcd".into(),
@@ -316,6 +397,7 @@ mod tests {
             (AppliedKind::Create, None, None),
             (AppliedKind::Transition, Some(1), Some(outcome.clone())),
             (AppliedKind::Cancel, Some(2), Some(error.clone())),
+            (AppliedKind::Cancel, Some(3), Some(bare_error)),
         ] {
             events.push(Event::Applied {
                 task_id: "t".into(),
