@@ -84,9 +84,9 @@ fn same_seed_same_trace() {
     }
 }
 
-/// A seed's trace does not depend on what ran before it: the simulation thread is kept
-/// from seed to seed, so run seeds in one order, then the other, then each on a fresh
-/// caller thread (which gets a fresh simulation thread), and compare.
+/// A seed's trace does not depend on what ran before it: seeds run one after another on
+/// the calling thread, so run them in one order, then the other, then each on a fresh
+/// thread, and compare.
 #[test]
 fn a_seed_does_not_depend_on_the_seeds_before_it() {
     for scenario in Scenario::all().expect("scenarios load") {
@@ -117,7 +117,7 @@ fn a_seed_does_not_depend_on_the_seeds_before_it() {
         );
         assert_eq!(
             forward, fresh,
-            "{}: a kept thread changed a trace",
+            "{}: a used thread changed a trace",
             scenario.name
         );
     }

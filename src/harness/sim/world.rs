@@ -189,8 +189,8 @@ pub fn parse_seed_range(text: &str) -> Result<std::ops::Range<u64>, String> {
     Ok(a..b)
 }
 
-/// Runs one seed of `scenario` on an OS thread of its own, kept for the caller's next seed
-/// (madsim keeps per-thread state; a run leaves none behind).
+/// Runs one seed of `scenario` on the calling thread (madsim keeps per-thread state; a run
+/// leaves none behind), a panic caught and reported as a violation.
 pub fn run_seed(scenario: &Scenario, seed: u64) -> SimOutcome {
     run_seed_with(scenario, seed, None)
 }
@@ -208,7 +208,7 @@ pub struct Sweep {
 pub fn run_seed_with(scenario: &Scenario, seed: u64, sweep: Option<Sweep>) -> SimOutcome {
     let name = scenario.name.clone();
     let scenario = scenario.clone();
-    // Kept outside the simulation thread, so a panicking run still leaves its history.
+    // Kept outside the simulation, so a panicking run still leaves its history.
     let history = Arc::new(History::default());
     let recorded = history.clone();
     let joined = on_sim_thread(move || {
@@ -249,54 +249,16 @@ pub fn run_seed_with(scenario: &Scenario, seed: u64, sweep: Option<Sweep>) -> Si
     })
 }
 
-/// Runs `run` (one whole simulation) on the calling thread's simulation thread and returns
-/// what it returned or how it panicked, as joining a thread would.
+/// Runs `run` (one whole simulation) on the calling thread and returns what it returned or
+/// how it panicked, as joining a thread of its own would.
 ///
-/// The simulation thread is an OS thread kept for the caller's next seed: a fresh thread
-/// per seed cost its stack's and its allocator arena's page faults every time. Nothing of
-/// one run survives into the next (madsim's context is set and restored per runtime; each
-/// run builds its world anew), so a seed's trace is the same whatever ran before it on that
-/// thread. A run that panicked retires its thread (unwinding may leave it in any state); the
-/// next seed gets a fresh one.
-fn on_sim_thread<T: Send + 'static>(
-    run: impl FnOnce() -> T + Send + 'static,
-) -> std::thread::Result<T> {
-    type Job = Box<dyn FnOnce() -> bool + Send>;
-    thread_local! {
-        static SIM_THREAD: std::cell::RefCell<Option<std::sync::mpsc::Sender<Job>>> =
-            const { std::cell::RefCell::new(None) };
-    }
-    let (done, finished) = std::sync::mpsc::channel();
-    let job: Job = Box::new(move || {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
-        let healthy = result.is_ok();
-        let _ = done.send(result);
-        healthy
-    });
-    SIM_THREAD.with(|slot| {
-        let mut slot = slot.borrow_mut();
-        let jobs = slot.get_or_insert_with(|| {
-            let (jobs, queue) = std::sync::mpsc::channel::<Job>();
-            std::thread::spawn(move || {
-                // Ends when a run panics or the caller's thread (the sender) goes away.
-                while let Ok(job) = queue.recv() {
-                    if !job() {
-                        break;
-                    }
-                }
-            });
-            jobs
-        });
-        // The thread only leaves its loop after a panic, and then the slot is emptied.
-        jobs.send(job).expect("the simulation thread is waiting");
-    });
-    let result = finished
-        .recv()
-        .expect("the simulation thread answers every run");
-    if result.is_err() {
-        SIM_THREAD.with(|slot| slot.borrow_mut().take());
-    }
-    result
+/// madsim keeps its runtime context per thread, but enters and leaves it per runtime
+/// (guards restore it, on unwinding too), and each run builds its world anew: nothing of
+/// one run survives into the next, so a seed's trace is the same whatever ran before it on
+/// the thread. Running here rather than on a fresh thread per seed saves the thread, the
+/// first-touch faults of its stack and arena, and freeing the outcome across arenas.
+fn on_sim_thread<T>(run: impl FnOnce() -> T) -> std::thread::Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
 }
 
 /// Simulated milliseconds since the start of the run at which `event` happened.
@@ -1596,23 +1558,23 @@ mod tests {
     }
 
     #[test]
-    fn the_simulation_thread_is_kept_until_a_run_panics() {
-        let first = on_sim_thread(|| std::thread::current().id()).expect("a run");
-        let second = on_sim_thread(|| std::thread::current().id()).expect("a run");
-        assert_eq!(first, second, "kept for the next run");
-        assert_ne!(
-            first,
-            std::thread::current().id(),
-            "not the caller's thread"
-        );
-        let panicked = on_sim_thread(|| -> () { panic!("a run that panics") });
+    fn a_panicking_run_is_returned_and_the_thread_runs_on() {
+        // A panic inside a running simulation, as an assertion of the system under test.
+        let panicked = on_sim_thread(|| {
+            let runtime =
+                madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+            runtime.block_on(async {
+                madsim::time::sleep(std::time::Duration::from_millis(5)).await;
+                panic!("a run that panics")
+            })
+        });
         let message = panicked.expect_err("the panic is returned");
         assert_eq!(message.downcast_ref::<&str>(), Some(&"a run that panics"));
-        let after = on_sim_thread(|| std::thread::current().id()).expect("a run");
-        assert_ne!(after, first, "a fresh thread after a panic");
-        assert_eq!(
-            on_sim_thread(|| std::thread::current().id()).expect("a run"),
-            after
-        );
+        let scenario = Scenario::by_name("baseline").expect("baseline loads");
+        let first = run_seed(&scenario, 3).trace_hash;
+        let fresh = std::thread::spawn(move || run_seed(&scenario, 3).trace_hash)
+            .join()
+            .expect("a run");
+        assert_eq!(first, fresh, "a thread that saw a panic runs seeds alike");
     }
 }
