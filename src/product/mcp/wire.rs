@@ -89,6 +89,44 @@ pub enum Incoming {
 /// Parses one message. On failure, returns the error response to send (with the request's
 /// id when it could be read, else `null`).
 pub fn parse(text: &str) -> Result<Incoming, Value> {
+    if let Some(request) = parse_plain_request(text) {
+        return Ok(request);
+    }
+    parse_value(text)
+}
+
+/// The common case without a tree for the envelope: an object of exactly `jsonrpc: "2.0"`,
+/// a string or number `id`, a string `method` and an object (or absent, or null) `params`,
+/// each once. Anything else (invalid JSON included) is `None`, left to [`parse_value`],
+/// which answers it as it always did; for what this accepts, both give the same request.
+fn parse_plain_request(text: &str) -> Option<Incoming> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Plain<'a> {
+        jsonrpc: &'a str,
+        id: Value,
+        method: String,
+        #[serde(default)]
+        params: Option<Map<String, Value>>,
+    }
+    // A derived struct also reads a JSON array; only objects are requests.
+    if !text
+        .trim_start_matches([' ', '\t', '\n', '\r'])
+        .starts_with('{')
+    {
+        return None;
+    }
+    let plain: Plain = serde_json::from_str(text).ok()?;
+    let id_readable = matches!(plain.id, Value::String(_) | Value::Number(_));
+    (plain.jsonrpc == "2.0" && id_readable).then(|| Incoming::Request {
+        id: plain.id,
+        method: plain.method,
+        params: plain.params.unwrap_or_default(),
+    })
+}
+
+/// [`parse`] through a whole `Value`: every message, well-formed or not.
+fn parse_value(text: &str) -> Result<Incoming, Value> {
     let value: Value = serde_json::from_str(text).map_err(|error| {
         error_response(
             &Value::Null,
@@ -308,6 +346,44 @@ mod tests {
     fn same(now: &Value, before: &Value) {
         assert_eq!(now, before);
         assert_eq!(now.to_string(), before.to_string());
+    }
+
+    #[test]
+    fn the_plain_request_path_parses_as_the_value_path() {
+        let messages = [
+            r#"{"id":1,"jsonrpc":"2.0","method":"tasks/get","params":{"taskId":"abc"}}"#,
+            r#" {"jsonrpc":"2.0","id":"x\"y","method":"tools/call","params":{"name":"export","arguments":{"n":1.5e300,"t":[null,true]},"task":{"ttl":600000},"_meta":{"dev.tasklatch/idempotency-key":"k#1"}}}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"tasks/list"}"#,
+            r#"{"jsonrpc":"2.0","id":-1.25,"method":"ping","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1,"a":2}}"#,
+            // Left to the Value path:
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{},"extra":true}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"m"}"#,
+            r#"{"jsonrpc":"2\u002e0","id":1,"method":"m"}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":[1],"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":true,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"["2.0",1,"m",{}]"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m"} trailing"#,
+            r#"{"jsonrpc":"2.0","id":1,"#,
+            "",
+            "null",
+        ];
+        for text in messages {
+            assert_eq!(parse(text), parse_value(text), "{text}");
+        }
+        assert!(parse_plain_request(messages[0]).is_some());
+        assert!(
+            parse_plain_request(messages[4]).is_some(),
+            "later duplicate wins"
+        );
+        assert!(parse_plain_request(messages[5]).is_none());
     }
 
     #[test]
