@@ -211,8 +211,59 @@ pub fn notification(method: &str, params: Value) -> Value {
 
 /// Milliseconds since the Unix epoch as RFC 3339 UTC with milliseconds.
 pub fn rfc3339(ms: u64) -> String {
+    // Up to the end of year 9999 written here (every task's two timestamps are, on every
+    // answer); beyond it, and as the reference the unit test holds this to, humantime.
+    const YEAR_10000_MS: u64 = 253_402_300_800_000;
+    if ms >= YEAR_10000_MS {
+        return rfc3339_humantime(ms);
+    }
+    let (days, ms_of_day) = (ms / 86_400_000, ms % 86_400_000);
+    let (year, month, day) = civil_from_days(days);
+    let (hour, minute) = (ms_of_day / 3_600_000, ms_of_day / 60_000 % 60);
+    let (second, milli) = (ms_of_day / 1_000 % 60, ms_of_day % 1_000);
+    let mut text = String::with_capacity(24);
+    for (value, width, after) in [
+        (year, 4, '-'),
+        (month, 2, '-'),
+        (day, 2, 'T'),
+        (hour, 2, ':'),
+        (minute, 2, ':'),
+        (second, 2, '.'),
+        (milli, 3, 'Z'),
+    ] {
+        let mut divisor = 10u64.pow(width - 1);
+        while divisor > 0 {
+            text.push(char::from(b'0' + (value / divisor % 10) as u8));
+            divisor /= 10;
+        }
+        text.push(after);
+    }
+    text
+}
+
+fn rfc3339_humantime(ms: u64) -> String {
     let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
     humantime::format_rfc3339_millis(at).to_string()
+}
+
+/// (year, month, day) of the proleptic Gregorian calendar, `days` after 1970-01-01
+/// (H. Hinnant's `civil_from_days`, for non-negative days).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let day_of_era = z - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    (year, month, day)
 }
 
 /// The wire's `Task` object for a record: `ttl` always present (`null`: unlimited).
@@ -384,6 +435,34 @@ mod tests {
             "later duplicate wins"
         );
         assert!(parse_plain_request(messages[5]).is_none());
+    }
+
+    #[test]
+    fn timestamps_are_humantime_s() {
+        let day = 86_400_000u64;
+        let mut samples = vec![
+            0,
+            1,
+            999,
+            1_000,
+            day - 1,
+            day,
+            951_782_400_000,     // 2000-02-29
+            951_868_800_000 - 1, // 2000-02-29T23:59:59.999
+            4_107_542_400_000,   // 2100-02-28
+            4_107_628_800_000,   // 2100-03-01
+            1_767_225_600_123,
+            253_402_300_799_999, // 9999-12-31T23:59:59.999 (humantime refuses later years)
+        ];
+        // Every day of four centuries, at a moving time of day.
+        let mut ms = 0u64;
+        while ms < 146_097 * 4 * day {
+            samples.push(ms);
+            ms += day + 3_601_007;
+        }
+        for ms in samples {
+            assert_eq!(rfc3339(ms), rfc3339_humantime(ms), "{ms}");
+        }
     }
 
     #[test]
