@@ -84,6 +84,45 @@ fn same_seed_same_trace() {
     }
 }
 
+/// A seed's trace does not depend on what ran before it: seeds run one after another on
+/// the calling thread, so run them in one order, then the other, then each on a fresh
+/// thread, and compare.
+#[test]
+fn a_seed_does_not_depend_on_the_seeds_before_it() {
+    for scenario in Scenario::all().expect("scenarios load") {
+        let seeds: Vec<u64> = (0..4).collect();
+        let forward: Vec<String> = seeds
+            .iter()
+            .map(|&seed| run_seed(&scenario, seed).trace_hash)
+            .collect();
+        let mut backward: Vec<String> = seeds
+            .iter()
+            .rev()
+            .map(|&seed| run_seed(&scenario, seed).trace_hash)
+            .collect();
+        backward.reverse();
+        let fresh: Vec<String> = seeds
+            .iter()
+            .map(|&seed| {
+                let scenario = scenario.clone();
+                std::thread::spawn(move || run_seed(&scenario, seed).trace_hash)
+                    .join()
+                    .expect("a run")
+            })
+            .collect();
+        assert_eq!(
+            forward, backward,
+            "{}: order changed a trace",
+            scenario.name
+        );
+        assert_eq!(
+            forward, fresh,
+            "{}: a used thread changed a trace",
+            scenario.name
+        );
+    }
+}
+
 #[test]
 fn malformed_scenarios_name_file_and_field() {
     let base = std::fs::read_to_string(Scenario::directory().join("baseline.json")).unwrap();

@@ -5,9 +5,10 @@
 //! Only built with `--features sim` (which needs `--cfg madsim`, see the crate docs).
 //! Everything here is deterministic for a seed: madsim's clock and generator, BTreeMaps,
 //! no OS threads inside the simulation, no process-global state. [`run_seed`] runs one
-//! seed on a fresh OS thread and returns its outcome and trace hash; the same seed gives
-//! the same hash.
+//! seed on the calling thread and returns its outcome and trace hash; the same seed gives
+//! the same hash, whatever ran on the thread before it.
 
+mod render;
 mod scenario;
 pub mod shrink;
 mod world;

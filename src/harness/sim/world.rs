@@ -2,6 +2,7 @@
 //! nodes, a sweeper node and one client node per tenant, driven by a supervisor that
 //! injects faults during a safety phase and then lets the system heal (liveness phase).
 
+use super::render;
 use super::scenario::{FaultKind, Knobs, Plan, PlannedFault, Scenario};
 use super::{SIM_EPOCH_MS, SimEnv};
 use crate::check::{
@@ -18,7 +19,7 @@ use crate::runtime::{
 };
 use crate::store::{
     Answer, CreateCommand, ListPage, ListQuery, MemoryFactory, OutboxClaim, StoreError,
-    StoreFactory, StoreOptions, TaskStore, TransitionCommand, WrappedRequest,
+    StoreFactory, StoreOptions, TaskStore, TransitionCommand,
 };
 use madsim::runtime::{Handle, NodeHandle};
 use serde_json::json;
@@ -291,7 +292,8 @@ impl<'a> Sim<'a> {
         self
     }
 
-    /// Runs one seed on a fresh OS thread (madsim keeps per-thread state).
+    /// Runs one seed on the calling thread (madsim keeps per-thread state; a run leaves
+    /// none behind), a panic caught and reported as a violation.
     pub fn run(&self, seed: u64) -> SimOutcome {
         let store = match self.store.open(&StoreOptions {
             cursor_secret: Some(b"simulation".to_vec()),
@@ -353,17 +355,16 @@ fn run_world(
 ) -> SimOutcome {
     let name = scenario.name.clone();
     let scenario = scenario.clone();
-    // Kept outside the simulation thread, so a panicking run still leaves its history.
+    // Kept outside the simulation, so a panicking run still leaves its history.
     let history = Arc::new(History::default());
     let recorded = history.clone();
-    let joined = std::thread::spawn(move || {
+    let joined = on_sim_thread(move || {
         let mut runtime =
             madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
         // Simulated time; a run that does not finish by then is a hang, reported as one.
         runtime.set_time_limit(Duration::from_secs(3_600));
         runtime.block_on(simulate(scenario, seed, recorded, sweep, store))
-    })
-    .join();
+    });
     joined.unwrap_or_else(|panic| {
         let (events, lanes) = history.take();
         let plan = match history.plan.lock() {
@@ -397,6 +398,18 @@ fn run_world(
     })
 }
 
+/// Runs `run` (one whole simulation) on the calling thread and returns what it returned or
+/// how it panicked, as joining a thread of its own would.
+///
+/// madsim keeps its runtime context per thread, but enters and leaves it per runtime
+/// (guards restore it, on unwinding too), and each run builds its world anew: nothing of
+/// one run survives into the next, so a seed's trace is the same whatever ran before it on
+/// the thread. Running here rather than on a fresh thread per seed saves the thread, the
+/// first-touch faults of its stack and arena, and freeing the outcome across arenas.
+fn on_sim_thread<T>(run: impl FnOnce() -> T) -> std::thread::Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+}
+
 /// Simulated milliseconds since the start of the run at which `event` happened.
 pub fn offset_ms(event: &Event) -> u64 {
     match event {
@@ -424,26 +437,22 @@ impl std::fmt::Display for TimelineLine<'_> {
     }
 }
 
-/// SHA-256 over the timeline's lines joined by newlines, streamed: no line is built.
+/// SHA-256 over the timeline's lines joined by newlines. Each line is rendered into one
+/// reused buffer (by [`render::write_line`], byte for byte a [`TimelineLine`]) and hashed
+/// whole (many tiny hasher updates cost more than the copy).
 fn trace_hash(events: &[Event], lanes: &[String]) -> String {
     use sha2::Digest as _;
-    use std::fmt::Write as _;
-    struct Hashing(sha2::Sha256);
-    impl std::fmt::Write for Hashing {
-        fn write_str(&mut self, text: &str) -> std::fmt::Result {
-            self.0.update(text.as_bytes());
-            Ok(())
-        }
-    }
-    let mut hashing = Hashing(sha2::Sha256::new());
+    let mut hasher = sha2::Sha256::new();
+    let mut line = String::with_capacity(512);
     for (index, (event, lane)) in events.iter().zip(lanes).enumerate() {
+        line.clear();
         if index > 0 {
-            hashing.0.update(b"\n");
+            line.push('\n');
         }
-        // Writing into a hasher cannot fail.
-        let _ = write!(hashing, "{}", TimelineLine(event, lane));
+        render::write_line(&mut line, offset_ms(event), lane, event);
+        hasher.update(line.as_bytes());
     }
-    crate::contract::hex_lower(&hashing.0.finalize())
+    crate::contract::hex_lower(&hasher.finalize())
 }
 
 /// The shared, append-only record the oracle reads.
@@ -502,13 +511,29 @@ impl History {
         std::mem::take(&mut *events).into_iter().unzip()
     }
 
-    fn mark(&self, name: impl Into<String>) {
-        *self
-            .marks
-            .lock()
-            .expect("marks")
-            .entry(name.into())
-            .or_default() += 1;
+    fn mark(&self, name: impl AsRef<str> + Into<String>) {
+        let mut marks = self.marks.lock().expect("marks");
+        // Counted in place once seen: most marks repeat, and a key costs an allocation.
+        match marks.get_mut(name.as_ref()) {
+            Some(count) => *count += 1,
+            None => {
+                marks.insert(name.into(), 1);
+            }
+        }
+    }
+
+    /// Marks `{prefix}:{point}` without building the name when it was seen before.
+    fn mark_point(&self, prefix: &str, point: Point) {
+        let name = point.name();
+        let length = prefix.len() + 1 + name.len();
+        let mut buffer = [0u8; 64];
+        if length > buffer.len() {
+            return self.mark(format!("{prefix}:{name}"));
+        }
+        buffer[..prefix.len()].copy_from_slice(prefix.as_bytes());
+        buffer[prefix.len()] = b':';
+        buffer[prefix.len() + 1..length].copy_from_slice(name.as_bytes());
+        self.mark(std::str::from_utf8(&buffer[..length]).expect("two names and a colon"));
     }
 }
 
@@ -793,7 +818,7 @@ impl Probe for SimProbe {
     }
 
     fn at(&self, point: Point, task_id: &str) -> BoxFuture<'static, ()> {
-        self.history.mark(format!("point:{}", point.name()));
+        self.history.mark_point("point", point);
         let faults_on = self.faults_on.load(std::sync::atomic::Ordering::SeqCst);
         let swept = faults_on
             && self.sweep.is_some_and(|sweep| {
@@ -805,7 +830,7 @@ impl Probe for SimProbe {
                         == sweep.arrival
             });
         if swept {
-            self.history.mark(format!("sweep:{}", point.name()));
+            self.history.mark_point("sweep", point);
         }
         let crash = swept
             || (faults_on
@@ -817,10 +842,15 @@ impl Probe for SimProbe {
         };
         let node = *self.node.lock().expect("node slot");
         let history = self.history.clone();
-        let task_id = task_id.to_owned();
+        // Only a crash names the task.
+        let task_id = if crash {
+            task_id.to_owned()
+        } else {
+            String::new()
+        };
         Box::pin(async move {
             if crash && let Some(node) = node {
-                history.mark(format!("kill:{}", point.name()));
+                history.mark_point("kill", point);
                 history.push(Event::Fault {
                     what: format!("crash node {node} at {} for {task_id}", point.name()),
                     at_ms: SimEnv.now_ms(),
@@ -936,13 +966,30 @@ enum Reply {
 /// handler parses it as a transport would hand it over), answered as the JSON a transport
 /// would write.
 async fn rpc(server: &Server, session: &Session, method: &str, params: serde_json::Value) -> Reply {
-    let request = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
-    let answer = server
-        .handle_text(session, &request.to_string())
+    /// The request as `json!` would render it (keys in order), without building a tree.
+    #[derive(serde::Serialize)]
+    struct Request<'a> {
+        id: u8,
+        jsonrpc: &'static str,
+        method: &'a str,
+        params: &'a serde_json::Value,
+    }
+    let request = serde_json::to_string(&Request {
+        id: 1,
+        jsonrpc: "2.0",
+        method,
+        params: &params,
+    })
+    .expect("a JSON value serialises");
+    let mut answer = server
+        .handle_text(session, &request)
         .await
         .expect("a request is answered");
-    if let Some(result) = answer.get("result") {
-        return Reply::Result(result.clone());
+    if let Some(result) = answer
+        .as_object_mut()
+        .and_then(|answer| answer.remove("result"))
+    {
+        return Reply::Result(result);
     }
     let error = &answer["error"];
     let code = error["code"].as_i64().unwrap_or_default();
@@ -963,7 +1010,7 @@ fn revealed_of_wire(task: &serde_json::Value, version: Option<u64>) -> Option<Re
     Some(Revealed {
         task_id: task["taskId"].as_str()?.to_owned(),
         auth_key: String::new(),
-        status: serde_json::from_value(task["status"].clone()).ok()?,
+        status: serde::Deserialize::deserialize(&task["status"]).ok()?,
         version,
         outcome: None,
     })
@@ -1012,12 +1059,8 @@ async fn client(shared: Arc<Shared>, tenant: usize) {
         let arguments = json!({ "tenant": tenant, "n": n });
         // A task-augmented `tools/call` under `key`; the digest is the server's own.
         let create = |arguments: &serde_json::Value| {
-            let digest = WrappedRequest {
-                method: "tools/call".into(),
-                name: "export".into(),
-                arguments: Some(arguments.clone()),
-            }
-            .digest();
+            // What `WrappedRequest::digest` computes, without copying the arguments.
+            let digest = crate::contract::request_digest("tools/call", "export", Some(arguments));
             let op = ClientOp::Create {
                 idempotency_key: Some(key.clone()),
                 digest: digest.as_str().to_owned(),
@@ -1496,14 +1539,11 @@ async fn simulate(
         ));
     }
     let _sweeper = runtime_node(&handle, &shared, "sweeper".into(), Role::Sweeper);
-    let mut nodes: Vec<madsim::task::NodeId> = killable.iter().map(NodeHandle::id).collect();
-    nodes.push(_sweeper.id());
     let clients: Vec<_> = (0..scenario.tenants)
         .map(|tenant| {
             let name = format!("client-{tenant}");
             let node = handle.create_node().name(name.clone()).build();
             history.name(node.id(), &name);
-            nodes.push(node.id());
             node.spawn(client(shared.clone(), tenant))
         })
         .collect();
@@ -1599,13 +1639,7 @@ async fn simulate(
     );
     let trace_hash = trace_hash(&events, &lanes);
     let marks = std::mem::take(&mut *history.marks.lock().expect("marks"));
-    // madsim leaks the tasks still pending when its runtime ends (every node's loop is):
-    // kill the nodes, which drops them, so a run frees its world — and its store, whose
-    // drop may clean up after it (a scratch database file).
-    for node in nodes {
-        handle.kill(node);
-    }
-    SimOutcome {
+    let outcome = SimOutcome {
         scenario: scenario.name,
         seed,
         plan: Some(plan),
@@ -1617,5 +1651,79 @@ async fn simulate(
         nodes: history.node_names(),
         store: String::new(),
         store_url: None,
+    };
+    tear_down(&handle, &history);
+    outcome
+}
+
+/// Kills every node once the outcome is taken, so the executor drops their tasks as this
+/// supervisor returns. Left alone, the runtime nodes' endless loops (and their timers) keep
+/// the world alive through reference cycles after the runtime is gone: every seed leaked
+/// its whole world, and the next one paid page faults for fresh memory. Nothing recorded
+/// after this point is read.
+fn tear_down(handle: &Handle, history: &History) {
+    let nodes: Vec<madsim::task::NodeId> = history
+        .names
+        .lock()
+        .expect("names")
+        .keys()
+        .copied()
+        .collect();
+    for node in nodes {
+        handle.kill(node);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{TimelineLine, on_sim_thread, run_seed, trace_hash};
+    use crate::sim::Scenario;
+
+    /// The trace hash as it was first defined: SHA-256 over the `Display` of each line.
+    fn reference_hash(outcome: &crate::sim::SimOutcome) -> String {
+        use sha2::Digest as _;
+        let lines: Vec<String> = outcome
+            .history
+            .iter()
+            .zip(&outcome.lanes)
+            .map(|(event, lane)| TimelineLine(event, lane).to_string())
+            .collect();
+        crate::contract::hex_lower(&sha2::Sha256::digest(lines.join("\n").as_bytes()))
+    }
+
+    #[test]
+    fn the_trace_hash_is_the_hash_of_the_timeline() {
+        for scenario in Scenario::all().expect("scenarios load") {
+            for seed in 0..3 {
+                let outcome = run_seed(&scenario, seed);
+                assert!(outcome.history.len() > 20);
+                assert_eq!(outcome.trace_hash, reference_hash(&outcome));
+                assert_eq!(
+                    trace_hash(&outcome.history, &outcome.lanes),
+                    outcome.trace_hash
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_panicking_run_is_returned_and_the_thread_runs_on() {
+        // A panic inside a running simulation, as an assertion of the system under test.
+        let panicked = on_sim_thread(|| {
+            let runtime =
+                madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+            runtime.block_on(async {
+                madsim::time::sleep(std::time::Duration::from_millis(5)).await;
+                panic!("a run that panics")
+            })
+        });
+        let message = panicked.expect_err("the panic is returned");
+        assert_eq!(message.downcast_ref::<&str>(), Some(&"a run that panics"));
+        let scenario = Scenario::by_name("baseline").expect("baseline loads");
+        let first = run_seed(&scenario, 3).trace_hash;
+        let fresh = std::thread::spawn(move || run_seed(&scenario, 3).trace_hash)
+            .join()
+            .expect("a run");
+        assert_eq!(first, fresh, "a thread that saw a panic runs seeds alike");
     }
 }

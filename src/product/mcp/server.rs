@@ -433,13 +433,14 @@ impl Server {
             .map_err(|error| self.internal(error))?;
         match page.decision {
             Decision::ListTenantFiltered => {
-                let mut result = json!({
-                    "tasks": page.tasks.iter().map(wire::task_json).collect::<Vec<_>>()
-                });
+                // A map, not `json!`, which would copy the page once more.
+                let mut result = Map::new();
+                let tasks = page.tasks.iter().map(wire::task_json).collect();
+                result.insert("tasks".into(), Value::Array(tasks));
                 if let Some(cursor) = page.next_cursor {
-                    result["nextCursor"] = Value::String(cursor);
+                    result.insert("nextCursor".into(), Value::String(cursor));
                 }
-                Ok(result)
+                Ok(Value::Object(result))
             }
             Decision::BlockCapability => Err(RpcError::new(
                 code::METHOD_NOT_FOUND,

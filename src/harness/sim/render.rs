@@ -1,0 +1,476 @@
+//! The timeline line of an event, written straight into a buffer: byte for byte what
+//! `format!("{:>8} ms  {:<10}  {:?}", offset, lane, event)` writes (the derived `Debug` of
+//! the history's types), without `core::fmt`'s per-field machinery. The trace hash is taken
+//! over these lines for every event of every run, so they are on the simulation's hot path;
+//! the unit test below holds them equal to the `Debug` rendering for whole histories.
+//!
+//! Leaves whose `Debug` is not rewritten here (enums of the contract, JSON numbers, strings
+//! that need escaping) still go through their own `Debug`.
+
+use crate::check::{AppliedKind, ClientOp, ClientResult, Event, Revealed};
+use crate::contract::TaskOutcome;
+use std::fmt::{Debug, Write as _};
+
+/// Appends the timeline line of `event` on `lane`, `offset_ms` into the run.
+pub(super) fn write_line(out: &mut String, offset_ms: u64, lane: &str, event: &Event) {
+    // `{:>8}`: right-aligned in eight columns.
+    let mut digits = itoa_buffer();
+    let offset = format_u64(&mut digits, offset_ms);
+    for _ in offset.len()..8 {
+        out.push(' ');
+    }
+    out.push_str(offset);
+    out.push_str(" ms  ");
+    // `{:<10}`: left-aligned in ten columns (counted in chars, as `fmt` does).
+    out.push_str(lane);
+    for _ in lane.chars().count()..10 {
+        out.push(' ');
+    }
+    out.push_str("  ");
+    write_event(out, event);
+}
+
+fn write_event(out: &mut String, event: &Event) {
+    match event {
+        Event::Client {
+            client,
+            caller,
+            op,
+            result,
+            at_ms,
+        } => {
+            out.push_str("Client { client: ");
+            write_str(out, client);
+            out.push_str(", caller: ");
+            write_str(out, caller);
+            out.push_str(", op: ");
+            write_op(out, op);
+            out.push_str(", result: ");
+            write_result(out, result);
+            out.push_str(", at_ms: ");
+            write_u64(out, *at_ms);
+            out.push_str(" }");
+        }
+        Event::Applied {
+            task_id,
+            auth_key,
+            kind,
+            expected_version,
+            version,
+            status,
+            outcome,
+            expires_at_ms,
+            at_ms,
+        } => {
+            out.push_str("Applied { task_id: ");
+            write_str(out, task_id);
+            out.push_str(", auth_key: ");
+            write_str(out, auth_key);
+            out.push_str(", kind: ");
+            out.push_str(match kind {
+                AppliedKind::Create => "Create",
+                AppliedKind::Transition => "Transition",
+                AppliedKind::Cancel => "Cancel",
+            });
+            out.push_str(", expected_version: ");
+            write_option_u64(out, *expected_version);
+            out.push_str(", version: ");
+            write_u64(out, *version);
+            out.push_str(", status: ");
+            write_debug(out, status);
+            out.push_str(", outcome: ");
+            write_option_outcome(out, outcome.as_ref());
+            out.push_str(", expires_at_ms: ");
+            write_option_u64(out, *expires_at_ms);
+            out.push_str(", at_ms: ");
+            write_u64(out, *at_ms);
+            out.push_str(" }");
+        }
+        Event::Effect {
+            task_id,
+            effect_id,
+            at_ms,
+        } => {
+            out.push_str("Effect { task_id: ");
+            write_str(out, task_id);
+            out.push_str(", effect_id: ");
+            write_str(out, effect_id);
+            out.push_str(", at_ms: ");
+            write_u64(out, *at_ms);
+            out.push_str(" }");
+        }
+        Event::Notified {
+            task_id,
+            status,
+            version,
+            at_ms,
+        } => {
+            out.push_str("Notified { task_id: ");
+            write_str(out, task_id);
+            out.push_str(", status: ");
+            write_debug(out, status);
+            out.push_str(", version: ");
+            write_u64(out, *version);
+            out.push_str(", at_ms: ");
+            write_u64(out, *at_ms);
+            out.push_str(" }");
+        }
+        Event::Fault { what, at_ms } => {
+            out.push_str("Fault { what: ");
+            write_str(out, what);
+            out.push_str(", at_ms: ");
+            write_u64(out, *at_ms);
+            out.push_str(" }");
+        }
+    }
+}
+
+fn write_op(out: &mut String, op: &ClientOp) {
+    let (name, task_id) = match op {
+        ClientOp::Create {
+            idempotency_key,
+            digest,
+        } => {
+            out.push_str("Create { idempotency_key: ");
+            match idempotency_key {
+                Some(key) => {
+                    out.push_str("Some(");
+                    write_str(out, key);
+                    out.push(')');
+                }
+                None => out.push_str("None"),
+            }
+            out.push_str(", digest: ");
+            write_str(out, digest);
+            out.push_str(" }");
+            return;
+        }
+        ClientOp::List => {
+            out.push_str("List");
+            return;
+        }
+        ClientOp::Get { task_id } => ("Get", task_id),
+        ClientOp::Result { task_id } => ("Result", task_id),
+        ClientOp::Cancel { task_id } => ("Cancel", task_id),
+        ClientOp::ProvideInput { task_id } => ("ProvideInput", task_id),
+    };
+    out.push_str(name);
+    out.push_str(" { task_id: ");
+    write_str(out, task_id);
+    out.push_str(" }");
+}
+
+fn write_result(out: &mut String, result: &ClientResult) {
+    match result {
+        ClientResult::Ok { decision, revealed } => {
+            out.push_str("Ok { decision: ");
+            write_debug(out, decision);
+            out.push_str(", revealed: [");
+            for (index, seen) in revealed.iter().enumerate() {
+                if index > 0 {
+                    out.push_str(", ");
+                }
+                write_revealed(out, seen);
+            }
+            out.push_str("] }");
+        }
+        ClientResult::Fail => out.push_str("Fail"),
+        ClientResult::Indeterminate => out.push_str("Indeterminate"),
+    }
+}
+
+fn write_revealed(out: &mut String, seen: &Revealed) {
+    out.push_str("Revealed { task_id: ");
+    write_str(out, &seen.task_id);
+    out.push_str(", auth_key: ");
+    write_str(out, &seen.auth_key);
+    out.push_str(", status: ");
+    write_debug(out, &seen.status);
+    out.push_str(", version: ");
+    write_option_u64(out, seen.version);
+    out.push_str(", outcome: ");
+    write_option_outcome(out, seen.outcome.as_ref());
+    out.push_str(" }");
+}
+
+fn write_option_outcome(out: &mut String, outcome: Option<&TaskOutcome>) {
+    match outcome {
+        Some(outcome) => {
+            out.push_str("Some(");
+            write_outcome(out, outcome);
+            out.push(')');
+        }
+        None => out.push_str("None"),
+    }
+}
+
+fn write_outcome(out: &mut String, outcome: &TaskOutcome) {
+    match outcome {
+        TaskOutcome::Result { result } => {
+            out.push_str("Result { result: ");
+            write_value(out, result);
+            out.push_str(" }");
+        }
+        TaskOutcome::RpcError {
+            code,
+            message,
+            data,
+        } => {
+            out.push_str("RpcError { code: ");
+            write_debug(out, code);
+            out.push_str(", message: ");
+            write_str(out, message);
+            out.push_str(", data: ");
+            match data {
+                Some(data) => {
+                    out.push_str("Some(");
+                    write_value(out, data);
+                    out.push(')');
+                }
+                None => out.push_str("None"),
+            }
+            out.push_str(" }");
+        }
+    }
+}
+
+/// A JSON value as `serde_json::Value`'s `Debug` writes it (numbers still through theirs).
+fn write_value(out: &mut String, value: &serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Null => out.push_str("Null"),
+        Value::Bool(true) => out.push_str("Bool(true)"),
+        Value::Bool(false) => out.push_str("Bool(false)"),
+        Value::Number(number) => write_debug(out, number),
+        Value::String(text) => {
+            out.push_str("String(");
+            write_str(out, text);
+            out.push(')');
+        }
+        Value::Array(items) => {
+            out.push_str("Array [");
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push_str(", ");
+                }
+                write_value(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(members) => {
+            out.push_str("Object {");
+            for (index, (name, member)) in members.iter().enumerate() {
+                if index > 0 {
+                    out.push_str(", ");
+                }
+                write_str(out, name);
+                out.push_str(": ");
+                write_value(out, member);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn write_option_u64(out: &mut String, value: Option<u64>) {
+    match value {
+        Some(value) => {
+            out.push_str("Some(");
+            write_u64(out, value);
+            out.push(')');
+        }
+        None => out.push_str("None"),
+    }
+}
+
+/// A string as `Debug` writes it: quoted, escaped. Printable ASCII other than `"` and `\`
+/// is written as is; anything else takes `str`'s own `Debug`.
+fn write_str(out: &mut String, text: &str) {
+    if text
+        .bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
+    } else {
+        write_debug(out, text);
+    }
+}
+
+fn write_debug(out: &mut String, value: &(impl Debug + ?Sized)) {
+    // Writing into a String cannot fail.
+    let _ = write!(out, "{value:?}");
+}
+
+fn write_u64(out: &mut String, value: u64) {
+    let mut digits = itoa_buffer();
+    out.push_str(format_u64(&mut digits, value));
+}
+
+fn itoa_buffer() -> [u8; 20] {
+    [0; 20]
+}
+
+/// `value` in decimal, in the tail of `buffer`.
+fn format_u64(buffer: &mut [u8; 20], mut value: u64) -> &str {
+    let mut at = buffer.len();
+    loop {
+        at -= 1;
+        buffer[at] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(&buffer[at..]).expect("ASCII digits")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::{Decision, TaskStatus};
+    use serde_json::json;
+
+    fn reference(offset_ms: u64, lane: &str, event: &Event) -> String {
+        format!("{offset_ms:>8} ms  {lane:<10}  {event:?}")
+    }
+
+    fn fast(offset_ms: u64, lane: &str, event: &Event) -> String {
+        let mut out = String::new();
+        write_line(&mut out, offset_ms, lane, event);
+        out
+    }
+
+    #[test]
+    fn lines_equal_the_debug_rendering() {
+        let outcome = TaskOutcome::Result {
+            result: json!({
+                "content": [{ "type": "text", "text": "é\n\"x\"" }, [], {}, [null, true, -3]],
+                "isError": false,
+                "n": 1.5,
+                "big": u64::MAX,
+                "neg": i64::MIN,
+                "tiny": 1e-300,
+                "k\u{1}ey": "\t",
+            }),
+        };
+        let error = TaskOutcome::RpcError {
+            code: -32603,
+            message: "boom".into(),
+            data: Some(json!({ "taskId": "t" })),
+        };
+        let bare_error = TaskOutcome::RpcError {
+            code: 7,
+            message: "\"quoted\"".into(),
+            data: None,
+        };
+        let revealed = |outcome: Option<TaskOutcome>, version| Revealed {
+            task_id: "0123abcd".into(),
+            auth_key: String::new(),
+            status: TaskStatus::InputRequired,
+            version,
+            outcome,
+        };
+        let mut events = vec![
+            Event::Fault {
+                what: "start baseline seed 7 knobs Knobs { a: [1, 2] } sweep None".into(),
+                at_ms: 0,
+            },
+            Event::Fault {
+                what: "tab\there \\ quote\" and \u{7f} \u{301} ünïcode".into(),
+                at_ms: u64::MAX,
+            },
+            Event::Effect {
+                task_id: "t".into(),
+                effect_id: "export-t".into(),
+                at_ms: 12,
+            },
+            Event::Notified {
+                task_id: "t".into(),
+                status: TaskStatus::Cancelled,
+                version: 3,
+                at_ms: 99,
+            },
+        ];
+        for (kind, expected, outcome) in [
+            (AppliedKind::Create, None, None),
+            (AppliedKind::Transition, Some(1), Some(outcome.clone())),
+            (AppliedKind::Cancel, Some(2), Some(error.clone())),
+            (AppliedKind::Cancel, Some(3), Some(bare_error)),
+        ] {
+            events.push(Event::Applied {
+                task_id: "t".into(),
+                auth_key: "tenant-0/user".into(),
+                kind,
+                expected_version: expected,
+                version: 2,
+                status: TaskStatus::Completed,
+                outcome,
+                expires_at_ms: expected.map(|at| at * 1_000),
+                at_ms: 1_767_225_600_000,
+            });
+        }
+        let ops = [
+            ClientOp::Create {
+                idempotency_key: Some("tenant-0/user#3".into()),
+                digest: "sha256:00ff".into(),
+            },
+            ClientOp::Create {
+                idempotency_key: None,
+                digest: String::new(),
+            },
+            ClientOp::Get {
+                task_id: "a".into(),
+            },
+            ClientOp::Result {
+                task_id: "b".into(),
+            },
+            ClientOp::Cancel {
+                task_id: "c".into(),
+            },
+            ClientOp::ProvideInput {
+                task_id: "d".into(),
+            },
+            ClientOp::List,
+        ];
+        let results = [
+            ClientResult::Fail,
+            ClientResult::Indeterminate,
+            ClientResult::Ok {
+                decision: Decision::ListTenantFiltered,
+                revealed: Vec::new(),
+            },
+            ClientResult::Ok {
+                decision: Decision::ReturnResult,
+                revealed: vec![revealed(Some(outcome), None), revealed(None, Some(4))],
+            },
+            ClientResult::Ok {
+                decision: Decision::ReturnResult,
+                revealed: vec![revealed(Some(error), Some(1))],
+            },
+        ];
+        for op in &ops {
+            for result in &results {
+                events.push(Event::Client {
+                    client: "client-0".into(),
+                    caller: "tenant-0/user".into(),
+                    op: op.clone(),
+                    result: result.clone(),
+                    at_ms: 5,
+                });
+            }
+        }
+        for event in &events {
+            for (offset, lane) in [
+                (0, "client-0"),
+                (12_345_678, "supervisor"),
+                (123_456_789, "a-lane-longer-than-ten"),
+                (7, "wörker"),
+                (3, ""),
+            ] {
+                assert_eq!(fast(offset, lane, event), reference(offset, lane, event));
+            }
+        }
+    }
+}
