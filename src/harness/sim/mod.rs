@@ -8,18 +8,24 @@
 //! seed on the calling thread and returns its outcome and trace hash; the same seed gives
 //! the same hash, whatever ran on the thread before it.
 
+mod client;
+mod faults;
+mod history;
+mod outcome;
+mod recording;
 mod render;
 mod scenario;
 pub mod shrink;
+mod tools;
 mod world;
 
+pub use outcome::{
+    SimOutcome, offset_ms, parse_seed_range, repro_command, seeds_from_env, store_for,
+};
 pub use scenario::{
     FaultKind, Faults, KNOWN_MARKS, Knobs, Plan, PlannedFault, SCENARIO_SCHEMA, Scenario,
 };
-pub use world::{
-    Sim, SimOutcome, Sweep, offset_ms, parse_seed_range, repro_command, run_seed, run_seed_with,
-    seeds_from_env, store_for,
-};
+pub use world::{Sim, Sweep, run_seed, run_seed_with};
 
 use crate::runtime::{BoxFuture, Env};
 use std::time::Duration;

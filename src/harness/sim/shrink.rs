@@ -15,8 +15,9 @@
 //! the original; hence neighbouring seeds are tried too. That is what a reader wants: the
 //! fewest moving parts that still fail, and the seed that shows it.
 
+use super::outcome::SimOutcome;
 use super::scenario::{Plan, Scenario};
-use super::world::{Sim, SimOutcome};
+use super::world::Sim;
 use crate::store::StoreFactory;
 use serde::{Deserialize, Serialize};
 

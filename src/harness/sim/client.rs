@@ -1,0 +1,577 @@
+//! A client node: speaks MCP to the server through the same handler `tasklatch serve`
+//! runs, and records what it asked and what it was told.
+
+use super::SimEnv;
+use super::world::Shared;
+use crate::check::{ClientOp, ClientResult, Event, Revealed};
+use crate::contract::{Decision, Negotiated, TaskOutcome, TaskRecord, TaskStatus};
+use crate::mcp::server::STORE_UNAVAILABLE;
+use crate::mcp::wire::{self};
+use crate::mcp::{Server, Session};
+use crate::runtime::Env;
+use crate::store::{TaskStore, TransitionCommand};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What the server answered a client's request.
+pub(super) enum Reply {
+    Result(serde_json::Value),
+    Error {
+        code: i64,
+        message: String,
+        data: serde_json::Value,
+    },
+    /// `-32603` because the store could not be reached: nothing happened.
+    Unavailable,
+}
+
+/// One JSON-RPC request through the MCP handler `tasklatch serve` runs, sent as text (the
+/// handler parses it as a transport would hand it over), answered as the JSON a transport
+/// would write.
+pub(super) async fn rpc(
+    server: &Server,
+    session: &Session,
+    method: &str,
+    params: serde_json::Value,
+) -> Reply {
+    /// The request as `json!` would render it (keys in order), without building a tree.
+    #[derive(serde::Serialize)]
+    struct Request<'a> {
+        id: u8,
+        jsonrpc: &'static str,
+        method: &'a str,
+        params: &'a serde_json::Value,
+    }
+    let request = serde_json::to_string(&Request {
+        id: 1,
+        jsonrpc: "2.0",
+        method,
+        params: &params,
+    })
+    .expect("a JSON value serialises");
+    let mut answer = server
+        .handle_text(session, &request)
+        .await
+        .expect("a request is answered");
+    if let Some(result) = answer
+        .as_object_mut()
+        .and_then(|answer| answer.remove("result"))
+    {
+        return Reply::Result(result);
+    }
+    let error = &answer["error"];
+    let code = error["code"].as_i64().unwrap_or_default();
+    let message = error["message"].as_str().unwrap_or_default().to_owned();
+    if code == wire::code::INTERNAL_ERROR && message == STORE_UNAVAILABLE {
+        return Reply::Unavailable;
+    }
+    Reply::Error {
+        code,
+        message,
+        data: error.get("data").cloned().unwrap_or_default(),
+    }
+}
+
+/// A wire `Task` object as the oracle reads it. The wire never names the owner; the
+/// version comes from tasklatch's `_meta` where the answer carries it.
+pub(super) fn revealed_of_wire(task: &serde_json::Value, version: Option<u64>) -> Option<Revealed> {
+    Some(Revealed {
+        task_id: task["taskId"].as_str()?.to_owned(),
+        auth_key: String::new(),
+        status: serde::Deserialize::deserialize(&task["status"]).ok()?,
+        version,
+        outcome: None,
+    })
+}
+
+pub(super) fn version_meta(value: &serde_json::Value) -> Option<u64> {
+    value["_meta"][wire::VERSION_META].as_u64()
+}
+
+/// A client: speaks MCP to the server (JSON-RPC in memory, through the same handler
+/// `tasklatch serve` runs). It creates its tenant's tasks (retrying lost answers with the
+/// same idempotency key), polls them at their poll interval with jitter, sometimes cancels,
+/// fetches results, lists. Answering a task's question is the one step outside the wire:
+/// the server-side effect of an elicitation answer, applied to the store directly.
+///
+/// Every random draw happens in the order the steps below make it: the steps are the
+/// client's behaviour, and a seed replays it exactly.
+pub(super) async fn client(shared: Arc<Shared>, tenant: usize) {
+    let mut client = Client::new(shared, tenant);
+    for n in 0..client.shared.scenario.tasks_per_tenant {
+        let key = format!("{}#{n}", client.caller);
+        client
+            .create_with_retry(&key, &json!({ "tenant": tenant, "n": n }))
+            .await;
+        // A buggy client reuses the key for another request: it must be refused.
+        if madsim::rand::random::<u64>() % 100 < client.shared.knobs.key_reuse_percent {
+            client
+                .reuse_key(&key, &json!({ "tenant": tenant, "n": n, "altered": true }))
+                .await;
+        }
+    }
+    // Poll each known task; then list, and adopt any own task the client never heard of
+    // (every create answer lost): anything it can get, it can find by listing.
+    let mut pending: std::collections::VecDeque<String> = client.mine.iter().cloned().collect();
+    let mut adopted = false;
+    loop {
+        while let Some(task_id) = pending.pop_front() {
+            client.follow(&task_id).await;
+        }
+        if adopted {
+            break;
+        }
+        adopted = true;
+        pending.extend(client.adopt_from_list().await);
+        if pending.is_empty() {
+            break;
+        }
+    }
+    client.list().await;
+}
+
+/// Bounds on a client's loops.
+const CREATE_ATTEMPTS_MAX: usize = 5;
+const CANCEL_ATTEMPTS_MAX: usize = 3;
+const POLLS_PER_TASK_MAX: usize = 2_000;
+const LIST_ATTEMPTS_MAX: usize = 50;
+
+/// One client's state between its steps.
+struct Client {
+    shared: Arc<Shared>,
+    server: Arc<Server>,
+    session: Session,
+    caller: String,
+    name: String,
+    /// The `task` parameter of its creates (the scenario's TTL, if any).
+    task_params: serde_json::Value,
+    /// The tasks its creates were answered with, in order.
+    mine: Vec<String>,
+    /// The last status each task showed this client (what a `tasks/result` answer is for).
+    last_status: BTreeMap<String, TaskStatus>,
+}
+
+impl Client {
+    fn new(shared: Arc<Shared>, tenant: usize) -> Client {
+        let caller = format!("tenant-{tenant}/user");
+        let name = format!("client-{tenant}");
+        Client {
+            server: shared.server.clone(),
+            session: Session {
+                id: name.clone(),
+                auth_key: caller.clone(),
+                negotiated: Negotiated::FULL,
+                idempotency_header: None,
+            },
+            task_params: match shared.scenario.ttl_ms {
+                Some(ttl) => json!({ "ttl": ttl }),
+                None => json!({}),
+            },
+            shared,
+            caller,
+            name,
+            mine: Vec::new(),
+            last_status: BTreeMap::new(),
+        }
+    }
+
+    fn record(&self, op: ClientOp, result: ClientResult) {
+        self.shared.history.push(Event::Client {
+            client: self.name.clone(),
+            caller: self.caller.clone(),
+            op,
+            result,
+            at_ms: SimEnv.now_ms(),
+        });
+    }
+
+    fn answered(&self, op: ClientOp, decision: Decision, revealed: Vec<Revealed>) {
+        self.record(op, ClientResult::Ok { decision, revealed });
+    }
+
+    fn mark(&self, name: &str) {
+        self.shared.history.mark(name);
+    }
+
+    /// Whether this answer is lost on its way back (the knob's chance).
+    fn answer_lost(&self) -> bool {
+        madsim::rand::random::<u64>() % 100 < self.shared.knobs.lost_response_percent
+    }
+
+    async fn rpc(&self, method: &str, params: serde_json::Value) -> Reply {
+        rpc(&self.server, &self.session, method, params).await
+    }
+
+    /// A task-augmented `tools/call` of `export` under `key`, and the operation the oracle
+    /// sees (the digest is the server's own: what `WrappedRequest::digest` computes).
+    fn create_request(
+        &self,
+        key: &str,
+        arguments: &serde_json::Value,
+    ) -> (ClientOp, serde_json::Value) {
+        let digest = crate::contract::request_digest("tools/call", "export", Some(arguments));
+        let op = ClientOp::Create {
+            idempotency_key: Some(key.to_owned()),
+            digest: digest.as_str().to_owned(),
+        };
+        let params = json!({
+            "name": "export",
+            "arguments": arguments,
+            "task": self.task_params,
+            "_meta": { wire::IDEMPOTENCY_KEY: key },
+        });
+        (op, params)
+    }
+
+    /// Creates a task, retrying a lost or failed answer with the same key (bounded).
+    async fn create_with_retry(&mut self, key: &str, arguments: &serde_json::Value) {
+        for _attempt in 0..CREATE_ATTEMPTS_MAX {
+            madsim::time::sleep(Duration::from_millis(
+                1 + madsim::rand::random::<u64>() % 20,
+            ))
+            .await;
+            let (op, params) = self.create_request(key, arguments);
+            let reply = self.rpc("tools/call", params).await;
+            let lost = self.answer_lost();
+            match reply {
+                Reply::Unavailable => self.record(op, ClientResult::Fail),
+                _ if lost => {
+                    self.mark("lost-response");
+                    self.record(op, ClientResult::Indeterminate);
+                }
+                Reply::Result(result) => {
+                    let revealed: Vec<Revealed> =
+                        revealed_of_wire(&result["task"], version_meta(&result))
+                            .into_iter()
+                            .collect();
+                    for task in &revealed {
+                        self.mine.push(task.task_id.clone());
+                        self.shared
+                            .known
+                            .lock()
+                            .expect("known tasks")
+                            .push(task.task_id.clone());
+                    }
+                    self.answered(op, Decision::AcceptTask, revealed);
+                    return;
+                }
+                Reply::Error { .. } => {
+                    self.record(op, ClientResult::Fail);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Sends another request under a key already used: the server must refuse it.
+    async fn reuse_key(&self, key: &str, altered: &serde_json::Value) {
+        let (op, params) = self.create_request(key, altered);
+        match self.rpc("tools/call", params).await {
+            Reply::Result(result) => self.answered(
+                op,
+                Decision::AcceptTask,
+                revealed_of_wire(&result["task"], version_meta(&result))
+                    .into_iter()
+                    .collect(),
+            ),
+            Reply::Error { code, message, .. }
+                if code == wire::code::INVALID_PARAMS && message.starts_with("Idempotency key") =>
+            {
+                self.mark("idempotency-collision-refused");
+                self.answered(op, Decision::BlockIdempotencyCollision, Vec::new());
+            }
+            Reply::Error { .. } | Reply::Unavailable => self.record(op, ClientResult::Fail),
+        }
+    }
+
+    /// Follows one task until it is gone or terminal (bounded): at each poll interval
+    /// (with jitter) maybe cancel it, maybe probe another tenant's task, then poll it,
+    /// answer its question, fetch its result.
+    async fn follow(&mut self, task_id: &str) {
+        let interval = self.shared.scenario.poll_interval_ms;
+        for _poll in 0..POLLS_PER_TASK_MAX {
+            madsim::time::sleep(Duration::from_millis(
+                interval + madsim::rand::random::<u64>() % (interval / 2 + 1),
+            ))
+            .await;
+            let cancel_now = madsim::rand::random::<u64>() % 100 < self.shared.knobs.cancel_percent;
+            if cancel_now {
+                self.cancel_with_retry(task_id).await;
+            }
+            if madsim::rand::random::<u64>() % 100 < self.shared.knobs.cross_tenant_percent {
+                self.probe_foreign().await;
+            }
+            let reply = self.rpc("tasks/get", json!({ "taskId": task_id })).await;
+            let Some((decision, revealed)) = get_answer(reply) else {
+                continue;
+            };
+            let shown = revealed.first().map(|seen| (seen.status, seen.version));
+            let op = ClientOp::Get {
+                task_id: task_id.to_owned(),
+            };
+            self.answered(op, decision, revealed);
+            let Some((status, version)) = shown else {
+                return; // gone: expired, or never the client's
+            };
+            self.last_status.insert(task_id.to_owned(), status);
+            if status == TaskStatus::InputRequired
+                && let Some(version) = version
+            {
+                self.provide_input(task_id, version);
+            }
+            if status.is_terminal() {
+                self.fetch_result(task_id).await;
+                return;
+            }
+        }
+    }
+
+    /// Cancels a task; a cancel whose answer is lost is sent again at once (bounded).
+    async fn cancel_with_retry(&self, task_id: &str) {
+        for attempt in 0..CANCEL_ATTEMPTS_MAX {
+            if attempt > 0 {
+                self.mark("cancel-retried");
+                madsim::time::sleep(Duration::from_millis(
+                    1 + madsim::rand::random::<u64>() % 20,
+                ))
+                .await;
+            }
+            let reply = self.rpc("tasks/cancel", json!({ "taskId": task_id })).await;
+            let op = ClientOp::Cancel {
+                task_id: task_id.to_owned(),
+            };
+            let Some((decision, revealed)) = cancel_answer(reply) else {
+                continue;
+            };
+            if self.answer_lost() {
+                self.mark("lost-response");
+                self.record(op, ClientResult::Indeterminate);
+                continue;
+            }
+            self.answered(op, decision, revealed);
+            return;
+        }
+    }
+
+    /// Pokes a task some other client was given, with a read, a result or a cancel: each
+    /// must be refused as if the task did not exist.
+    async fn probe_foreign(&self) {
+        let known = self.shared.known.lock().expect("known tasks").clone();
+        let foreign: Vec<&String> = known.iter().filter(|id| !self.mine.contains(id)).collect();
+        if foreign.is_empty() {
+            return;
+        }
+        let target =
+            foreign[(madsim::rand::random::<u64>() % foreign.len() as u64) as usize].clone();
+        let params = json!({ "taskId": target });
+        let (op, answer) = match madsim::rand::random::<u64>() % 3 {
+            0 => (
+                ClientOp::Cancel {
+                    task_id: target.clone(),
+                },
+                cancel_answer(self.rpc("tasks/cancel", params).await),
+            ),
+            1 => (
+                ClientOp::Result {
+                    task_id: target.clone(),
+                },
+                result_answer(self.rpc("tasks/result", params).await, &target, None),
+            ),
+            _ => (
+                ClientOp::Get {
+                    task_id: target.clone(),
+                },
+                get_answer(self.rpc("tasks/get", params).await),
+            ),
+        };
+        if let Some((decision, revealed)) = answer {
+            if decision == Decision::BlockNotFound {
+                self.mark(match op {
+                    ClientOp::Cancel { .. } => "cross-tenant-cancel-refused",
+                    _ => "cross-tenant-refused",
+                });
+            }
+            self.answered(op, decision, revealed);
+        }
+    }
+
+    /// The requestor answers a task's question: the server moves it back to working at
+    /// the version the client saw (off the wire; see [`client`]).
+    fn provide_input(&self, task_id: &str, version: u64) {
+        let Ok(reply) = self.shared.store.transition(&TransitionCommand {
+            task_id: task_id.to_owned(),
+            caller: self.caller.clone(),
+            expected_version: version,
+            next: TaskStatus::Working,
+            outcome: None,
+            status_message: Some("input provided".into()),
+            now_ms: SimEnv.now_ms(),
+        }) else {
+            return;
+        };
+        self.mark("input-provided");
+        self.answered(
+            ClientOp::ProvideInput {
+                task_id: task_id.to_owned(),
+            },
+            reply.decision,
+            reply.record.iter().map(revealed_of).collect(),
+        );
+    }
+
+    /// `tasks/result` of a task seen terminal.
+    async fn fetch_result(&self, task_id: &str) {
+        let reply = self.rpc("tasks/result", json!({ "taskId": task_id })).await;
+        let status = self.last_status.get(task_id).copied();
+        if let Some((decision, revealed)) = result_answer(reply, task_id, status) {
+            let op = ClientOp::Result {
+                task_id: task_id.to_owned(),
+            };
+            self.answered(op, decision, revealed);
+        }
+    }
+
+    /// Lists its tasks (retrying while the store is down, bounded) and returns the live
+    /// ones it never heard of.
+    async fn adopt_from_list(&self) -> Vec<String> {
+        let mut listed = None;
+        for _attempt in 0..LIST_ATTEMPTS_MAX {
+            match self.rpc("tasks/list", json!({})).await {
+                Reply::Result(page) => {
+                    listed = Some(page);
+                    break;
+                }
+                _ => {
+                    let interval = self.shared.scenario.poll_interval_ms;
+                    madsim::time::sleep(Duration::from_millis(interval)).await
+                }
+            }
+        }
+        let mut adopted = Vec::new();
+        for task in listed
+            .iter()
+            .flat_map(|page| page["tasks"].as_array())
+            .flatten()
+        {
+            if let Some(seen) = revealed_of_wire(task, None)
+                && !self.mine.contains(&seen.task_id)
+                && !seen.status.is_terminal()
+            {
+                self.mark("task-adopted-from-list");
+                adopted.push(seen.task_id);
+            }
+        }
+        adopted
+    }
+
+    /// A final `tasks/list`, recorded for the oracle (I4: only its own tasks).
+    async fn list(&self) {
+        if let Reply::Result(page) = self.rpc("tasks/list", json!({})).await {
+            let revealed = page["tasks"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|task| revealed_of_wire(task, None))
+                .collect();
+            self.answered(ClientOp::List, Decision::ListTenantFiltered, revealed);
+        }
+    }
+}
+
+/// What an answer came to for the oracle: a decision and what it showed; `None` when the
+/// store was unreachable (nothing happened).
+pub(super) type Shown = Option<(Decision, Vec<Revealed>)>;
+
+/// A `tasks/get` answer as a decision and what it showed.
+pub(super) fn get_answer(reply: Reply) -> Shown {
+    match reply {
+        Reply::Result(task) => Some((
+            Decision::ReturnStatus,
+            revealed_of_wire(&task, version_meta(&task))
+                .into_iter()
+                .collect(),
+        )),
+        // Not found, another tenant's, expired: one answer on the wire.
+        Reply::Error { .. } => Some((Decision::BlockNotFound, Vec::new())),
+        Reply::Unavailable => None,
+    }
+}
+
+/// A `tasks/cancel` answer as a decision and what it showed.
+pub(super) fn cancel_answer(reply: Reply) -> Shown {
+    match reply {
+        Reply::Result(task) => Some((
+            Decision::ApplyCancel,
+            revealed_of_wire(&task, version_meta(&task))
+                .into_iter()
+                .collect(),
+        )),
+        Reply::Error { message, .. } if message.starts_with("Cannot cancel task") => {
+            Some((Decision::AlreadyTerminal, Vec::new()))
+        }
+        Reply::Error { .. } => Some((Decision::BlockNotFound, Vec::new())),
+        Reply::Unavailable => None,
+    }
+}
+
+/// A `tasks/result` answer as a decision and what it showed: the payload, for a task whose
+/// status the client last saw as `status` (a payload names no status on the wire).
+pub(super) fn result_answer(reply: Reply, task_id: &str, status: Option<TaskStatus>) -> Shown {
+    let shown = |status: TaskStatus, outcome: TaskOutcome| Revealed {
+        task_id: task_id.to_owned(),
+        auth_key: String::new(),
+        status,
+        version: None,
+        outcome: Some(outcome),
+    };
+    match reply {
+        Reply::Result(result) => {
+            let failed = result["isError"] == serde_json::Value::Bool(true);
+            let status = status.unwrap_or(if failed {
+                TaskStatus::Failed
+            } else {
+                TaskStatus::Completed
+            });
+            Some((
+                Decision::ReturnResult,
+                vec![shown(status, TaskOutcome::Result { result })],
+            ))
+        }
+        Reply::Error { data, .. } if data["status"] == "cancelled" => {
+            Some((Decision::ReturnCancelled, Vec::new()))
+        }
+        Reply::Error { code, .. } if code == wire::code::INVALID_PARAMS => {
+            Some((Decision::BlockNotFound, Vec::new()))
+        }
+        // The wrapped request's own JSON-RPC error, stored when the task failed.
+        Reply::Error {
+            code,
+            message,
+            data,
+        } => Some((
+            Decision::ReturnResult,
+            vec![shown(
+                TaskStatus::Failed,
+                TaskOutcome::RpcError {
+                    code,
+                    message,
+                    data: (!data.is_null()).then_some(data),
+                },
+            )],
+        )),
+        Reply::Unavailable => None,
+    }
+}
+
+/// What an answer shows a client of one record (its payload is added for `tasks/result`).
+pub(super) fn revealed_of(record: &TaskRecord) -> Revealed {
+    Revealed {
+        task_id: record.task_id.clone(),
+        auth_key: record.auth_key.clone(),
+        status: record.status,
+        version: Some(record.version),
+        outcome: None,
+    }
+}

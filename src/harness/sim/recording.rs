@@ -1,0 +1,164 @@
+//! The store under test as the simulation sees it: every applied change recorded, and
+//! the store node's outages.
+
+use super::history::History;
+use crate::check::{AppliedKind, Event};
+use crate::contract::{Decision, Negotiated, TaskRecord, TaskStatus};
+use crate::store::{
+    Answer, CreateCommand, ListPage, ListQuery, OutboxClaim, StoreError, TaskStore,
+    TransitionCommand,
+};
+use std::sync::Arc;
+
+/// The store as the simulation sees it: the store under test, with every applied change
+/// recorded into the history. (The oracle uses these as facts of what was written; it
+/// never asks the store to judge itself.)
+pub(super) struct RecordingStore {
+    pub(super) inner: Box<dyn TaskStore>,
+    pub(super) history: Arc<History>,
+    /// False while the store node is down: every operation fails before touching state
+    /// (a transaction in flight is lost whole; committed state survives).
+    pub(super) up: std::sync::atomic::AtomicBool,
+}
+
+impl RecordingStore {
+    pub(super) fn available(&self) -> Result<(), StoreError> {
+        if self.up.load(std::sync::atomic::Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err(StoreError::Backend {
+                operation: "reach the store node",
+                cause: "the store node is down".into(),
+            })
+        }
+    }
+
+    pub(super) fn applied(
+        &self,
+        kind: AppliedKind,
+        expected: Option<u64>,
+        record: &TaskRecord,
+        at_ms: u64,
+    ) {
+        self.history.push(Event::Applied {
+            task_id: record.task_id.clone(),
+            auth_key: record.auth_key.clone(),
+            kind,
+            expected_version: expected,
+            version: record.version,
+            status: record.status,
+            outcome: record.outcome.clone(),
+            expires_at_ms: record.expires_at_ms,
+            at_ms,
+        });
+    }
+}
+
+impl TaskStore for RecordingStore {
+    fn create(&self, command: &CreateCommand) -> Result<Answer, StoreError> {
+        self.available()?;
+        let answer = self.inner.create(command)?;
+        match (answer.decision, &answer.record) {
+            (Decision::AcceptTask, Some(record)) => {
+                self.applied(AppliedKind::Create, None, record, command.now_ms)
+            }
+            (Decision::ReplayTask, _) => self.history.mark("replay"),
+            _ => {}
+        }
+        Ok(answer)
+    }
+
+    fn transition(&self, command: &TransitionCommand) -> Result<Answer, StoreError> {
+        self.available()?;
+        let answer = self.inner.transition(command)?;
+        match (answer.decision, &answer.record) {
+            (Decision::ApplyTransition, Some(record)) => self.applied(
+                AppliedKind::Transition,
+                Some(command.expected_version),
+                record,
+                command.now_ms,
+            ),
+            (Decision::BlockStaleVersion, _) => self.history.mark("stale-write-refused"),
+            (Decision::BlockTerminalRewrite, Some(record))
+                if record.status == TaskStatus::Cancelled =>
+            {
+                self.history.mark("cancel-beat-completion")
+            }
+            (Decision::BlockExpired, _) => self.history.mark("expired-work-refused"),
+            (Decision::IdempotentTerminal, _) => self.history.mark("idempotent-terminal"),
+            _ => {}
+        }
+        Ok(answer)
+    }
+
+    fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.available()?;
+        self.inner.read(task_id)
+    }
+
+    fn cancel(
+        &self,
+        negotiated: Negotiated,
+        caller: &str,
+        task_id: &str,
+        now_ms: u64,
+    ) -> Result<Answer, StoreError> {
+        self.available()?;
+        let answer = self.inner.cancel(negotiated, caller, task_id, now_ms)?;
+        if let (Decision::AlreadyTerminal, Some(record)) = (answer.decision, &answer.record)
+            && record.status == TaskStatus::Completed
+        {
+            self.history.mark("completion-beat-cancel");
+        }
+        if let (Decision::ApplyCancel, Some(record)) = (answer.decision, &answer.record) {
+            self.applied(
+                AppliedKind::Cancel,
+                Some(record.version - 1),
+                record,
+                now_ms,
+            );
+        }
+        Ok(answer)
+    }
+
+    fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        self.available()?;
+        self.inner.list(query)
+    }
+
+    fn claim(
+        &self,
+        worker: &str,
+        now_ms: u64,
+        lease_ms: u64,
+        max: usize,
+    ) -> Result<Vec<OutboxClaim>, StoreError> {
+        self.available()?;
+        let claims = self.inner.claim(worker, now_ms, lease_ms, max)?;
+        for claim in &claims {
+            if claim.attempt > 1 {
+                self.history.mark("outbox-republished");
+            }
+        }
+        Ok(claims)
+    }
+
+    fn ack(&self, task_id: &str, attempt: u32, now_ms: u64) -> Result<bool, StoreError> {
+        self.available()?;
+        self.inner.ack(task_id, attempt, now_ms)
+    }
+
+    fn release_expired_leases(&self, now_ms: u64) -> Result<usize, StoreError> {
+        self.available()?;
+        self.inner.release_expired_leases(now_ms)
+    }
+
+    fn sweep_expired(&self, now_ms: u64, max: usize) -> Result<usize, StoreError> {
+        self.available()?;
+        self.inner.sweep_expired(now_ms, max)
+    }
+
+    fn import(&self, records: &[TaskRecord]) -> Result<(), StoreError> {
+        self.inner.import(records)
+    }
+}

@@ -1,0 +1,125 @@
+//! The simulated world's tools and notifications: the `export` tool with its effect sink,
+//! the catalog the MCP server offers, status notifications into the history.
+
+use super::SimEnv;
+use super::history::History;
+use crate::check::Event;
+use crate::contract::{TaskOutcome, TaskRecord, TaskSupport};
+use crate::mcp::tools::{Catalog, ToolSpec};
+use crate::mcp::wire::{self, RpcError};
+use crate::runtime::{BoxFuture, Env, Invocation, Notify, ToolStep, Tools};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The export tool: works a while, then commits one effect per task into the sink.
+pub(super) struct Export {
+    pub(super) sink: Arc<Mutex<BTreeMap<String, String>>>,
+    pub(super) history: Arc<History>,
+    pub(super) tool_ms: (u64, u64),
+}
+
+impl Tools for Export {
+    fn run(&self, invocation: Invocation) -> BoxFuture<'static, ToolStep> {
+        let sink = self.sink.clone();
+        let history = self.history.clone();
+        let (low, high) = self.tool_ms;
+        // One task in four asks its requestor for input first (on its first run: the
+        // version moves past 1 once asked), exercising working <-> input_required.
+        let asks_for_input = invocation.task.version == 1
+            && invocation.task.task_id.bytes().map(u64::from).sum::<u64>() % 4 == 0;
+        let task_id = invocation.task.task_id;
+        Box::pin(async move {
+            if asks_for_input {
+                madsim::time::sleep(Duration::from_millis(low.max(1))).await;
+                return ToolStep::NeedsInput("which columns should the export hold?".into());
+            }
+            let work_ms = low + madsim::rand::random::<u64>() % (high - low + 1);
+            madsim::time::sleep(Duration::from_millis(work_ms)).await;
+            // Idempotent per task: a redelivered task finds its effect and reuses it.
+            let effect_id = {
+                let mut sink = sink.lock().expect("sink");
+                match sink.get(&task_id) {
+                    Some(existing) => {
+                        history.mark("effect-reused");
+                        existing.clone()
+                    }
+                    None => {
+                        let effect_id = format!("export-{task_id}");
+                        sink.insert(task_id.clone(), effect_id.clone());
+                        history.push(Event::Effect {
+                            task_id: task_id.clone(),
+                            effect_id: effect_id.clone(),
+                            at_ms: SimEnv.now_ms(),
+                        });
+                        effect_id
+                    }
+                }
+            };
+            ToolStep::Finished(TaskOutcome::Result {
+                result: json!({
+                    "content": [{ "type": "text", "text": format!("exported as {effect_id}") }],
+                    "effect": effect_id,
+                    "isError": false,
+                }),
+            })
+        })
+    }
+}
+
+/// Records the runtime's status notifications, for I10.
+pub(super) struct SimNotify {
+    pub(super) history: Arc<History>,
+}
+
+impl Notify for SimNotify {
+    fn status_changed(&self, record: &TaskRecord) {
+        self.history.push(Event::Notified {
+            task_id: record.task_id.clone(),
+            status: record.status,
+            version: record.version,
+            at_ms: SimEnv.now_ms(),
+        });
+    }
+}
+
+/// The simulation's tool list, as the server shows it: one `export`, only as a task (the
+/// runtime's workers run it through [`Export`]).
+pub(super) struct SimCatalog;
+
+impl Catalog for SimCatalog {
+    fn specs(&self) -> Vec<ToolSpec> {
+        vec![ToolSpec {
+            name: "export",
+            description: "Exports rows; its effect is committed once per task.",
+            input_schema: json!({ "type": "object" }),
+            task_support: TaskSupport::Required,
+        }]
+    }
+
+    fn validate(
+        &self,
+        _name: &str,
+        _arguments: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(), RpcError> {
+        Ok(())
+    }
+
+    fn call(
+        &self,
+        _name: &str,
+        _arguments: serde_json::Map<String, serde_json::Value>,
+        _task_id: Option<String>,
+    ) -> BoxFuture<'static, ToolStep> {
+        // Reached only when the contract lets a `required` tool run without a task (the
+        // `required-sync-accepted` mutant): the simulation's export has no synchronous form.
+        Box::pin(async {
+            ToolStep::Finished(TaskOutcome::RpcError {
+                code: wire::code::METHOD_NOT_FOUND,
+                message: "export runs only as a task".into(),
+                data: None,
+            })
+        })
+    }
+}
