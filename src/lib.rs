@@ -9,26 +9,42 @@
 //! dispatch, idempotent creation bound to a digest of the request, compare-and-swap
 //! transitions with a terminal latch, the tenant checked in every query, and expiry.
 //!
-//! ## Modules
+//! ## Two layers
 //!
+//! The **product** (`src/product/`) is what a server runs; the **harness**
+//! (`src/harness/`) is what proves it. The harness imports the product, never the reverse
+//! (`tests/layers.rs` checks the imports), so a server built on tasklatch carries none of
+//! the machinery that judges it.
+//!
+//! Product:
 //! - [`contract`] — the pure policy core: statuses, the transition table, the admission
-//!   record, the [`contract::Decision`] vocabulary, the guards and their precedence, the
-//!   request digest (RFC 8785 + SHA-256) and caller-bound list cursors.
-//! - [`fixture`] — contract fixtures (`fixtures/contract/*.json`, format
-//!   `tasklatch.contract-fixture/v1`): loading with precise errors, and replay through the
-//!   contract.
-//! - [`store`] — the `TaskStore` port and its adapters (memory, SQLite, PostgreSQL) and
-//!   [`conformance`], the suite every adapter passes.
+//!   record, the [`Decision`] vocabulary, the guards and their precedence, the request
+//!   digest (RFC 8785 + SHA-256) and caller-bound list cursors. No IO, clock or randomness.
+//! - [`store`] — the [`TaskStore`] port, its adapters (memory, SQLite, PostgreSQL), the
+//!   helpers an adapter of yours shares, and [`StoreFactory`], what every engine takes.
 //! - [`runtime`] — the outbox → queue → worker runtime, written once against the `Env`
 //!   facade (tokio for real, madsim in simulation).
-//! - [`check`] — the oracle: invariants I1–I10 over a recorded history.
-//! - `sim` (feature `sim`) — the deterministic simulation: scenarios, the simulated world,
-//!   `run_seed`, and `sim::shrink`, the minimiser of a failing run.
-//! - `hunt` (feature `sim`) — `tasklatch hunt`: sharded, budgeted race hunting, failure
-//!   artifacts (record, timeline, SVG swimlane) and JUnit reports.
+//! - [`mcp`] — the MCP 2025-11-25 tasks server: JSON-RPC mapping, stdio and Streamable HTTP.
+//! - [`mutants`] — the switch of the named hostile mutants: a leaf, constant `false`
+//!   without the `mutants` feature.
+//! - [`load`] — reading JSON files with `PATH:LINE:COLUMN: FIELD: message` errors.
+//!
+//! Harness:
+//! - [`verify`] — **check a store you wrote**: [`check_store`] runs the conformance suite,
+//!   the proptest machine and a simulation hunt on your [`StoreFactory`] and reports.
+//! - [`conformance`] — the store conformance suite.
+//! - [`fixture`] — contract fixtures (`tasklatch.contract-fixture/v1`): load, replay.
+//! - [`check`] — the oracle: invariants I1–I10 over a recorded history, one function each.
 //! - [`interleave`] — the proptest state machine and the loom models.
-//! - [`mutants`] — the named hostile mutants and the kill matrix.
-//! - [`bench`] — `tasklatch bench store`.
+//! - `sim` (feature `sim`) — the deterministic simulation: scenarios, the world built with
+//!   a store ([`sim::Sim`]), and `sim::shrink`, the minimiser of a failing run.
+//! - `hunt` (feature `sim`) — `tasklatch hunt`: sharded, budgeted race hunting; failures
+//!   minimised and kept as artifacts (record, timeline, SVG swimlane) and JUnit.
+//! - `matrix` (feature `mutants`) — the kill matrix: every engine, a column per store,
+//!   against every named mutant.
+//! - [`bench`](mod@bench) — `tasklatch bench store`.
+//!
+//! The crate root re-exports the few names most users start from (below).
 //!
 //! ## Features
 //!
@@ -36,9 +52,9 @@
 //!   It relies on `--cfg madsim` from the committed `.cargo/config.toml`; a `RUSTFLAGS`
 //!   you set replaces that, so include `--cfg madsim` in it.
 //! - `postgres` — the PostgreSQL adapter.
-//! - `proptest` — the proptest state machine ([`interleave::prop`]).
-//! - `loom` — the loom models of the in-memory store ([`interleave::models`]).
-//! - `mutants` — the named hostile mutants and the kill matrix ([`mutants`]); implies
+//! - `proptest` — the proptest state machine (`interleave::prop`).
+//! - `loom` — the loom models of the in-memory store (`interleave::models`).
+//! - `mutants` — the named hostile mutants ([`mutants`]) and the kill matrix; implies
 //!   `sim`, `proptest` and `loom`. Off, every mutant hook is a constant `false`.
 
 #[cfg(all(feature = "sim", not(madsim)))]
@@ -87,3 +103,13 @@ pub mod matrix;
 pub mod sim;
 #[path = "harness/verify.rs"]
 pub mod verify;
+
+// The chosen surface: what a server author and a store author reach for first.
+pub use contract::{Decision, Negotiated, TaskOutcome, TaskRecord, TaskStatus, TaskSupport};
+pub use store::{
+    MemoryFactory, MemoryStore, SqliteFactory, SqliteStore, StoreError, StoreFactory, TaskStore,
+    factory_for, open_store,
+};
+#[cfg(feature = "postgres")]
+pub use store::{PostgresFactory, PostgresStore};
+pub use verify::{Budget, Report, check_store};

@@ -10,7 +10,7 @@
 //! This module is a leaf: it depends on nothing in the crate, so the product can carry its
 //! hooks while the harness that judges them stays outside the product.
 //!
-//! Without the `mutants` cargo feature, [`on`] is a constant `false` and every hook folds
+//! Without the `mutants` cargo feature, `on` is a constant `false` and every hook folds
 //! away: a normal build carries no mutant code path. With it, one build runs them all: the
 //! active mutant is chosen at run time by [`select`] or, when nothing was selected, by the
 //! environment variable `TASKLATCH_MUTANT` (a name from [`Mutant::name`], read once).

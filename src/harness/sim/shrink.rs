@@ -7,7 +7,7 @@
 //! and until nothing more can go: drop every fault, fewer clients, fewer tasks, fewer
 //! workers, drop one fault, turn one knob off, drop one crash point, a fault later, a fault
 //! shorter. A candidate is kept when it still violates the same invariant with the current
-//! seed or one of the next few ([`SEEDS_PER_CANDIDATE`]). Every candidate makes the
+//! seed or one of the next few (`SEEDS_PER_CANDIDATE`). Every candidate makes the
 //! schedule strictly smaller, so the search ends; `runs_max` bounds it anyway.
 //!
 //! A change to the schedule changes what the seeded generator is asked for afterwards, so
