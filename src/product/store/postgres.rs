@@ -10,58 +10,19 @@ use super::row::{
     CasParams, RawRow, TASK_COLUMNS, cas_predicate, encode_outcome, owner_clause, sql_int,
     sql_opt_int,
 };
+use super::schema::{self, MetaTable};
 use super::{
     Answer, CANCEL_MESSAGE, CLAIM_BATCH_MAX, CreateCommand, ListPage, ListQuery, OutboxClaim,
     StoreError, StoreOptions, TaskStore, TransitionCommand, WrappedRequest,
-    check_transition_command, classify_refused_cancel, classify_refused_transition,
-    decode_hex_secret, list_page, list_preamble, page_limit, random_secret,
+    check_transition_command, classify_refused_cancel, classify_refused_transition, list_page,
+    list_preamble, page_limit,
 };
 use crate::contract::{self, Decision, Negotiated, TaskRecord, TaskStatus};
 use crate::sync::{Mutex, MutexGuard};
 use postgres::types::{FromSql, ToSql};
-use postgres::{Client, GenericClient, NoTls, Row, Statement};
+use postgres::{Client, GenericClient, NoTls, Row, Statement, Transaction};
 use std::collections::HashMap;
 use std::sync::LazyLock;
-
-pub const SCHEMA_VERSION: i64 = 1;
-
-const MIGRATIONS: [&str; 1] = [r#"
-CREATE TABLE tasks (
-    task_id          TEXT PRIMARY KEY,
-    auth_key         TEXT NOT NULL,
-    method           TEXT NOT NULL,
-    tool_name        TEXT NOT NULL,
-    request_digest   TEXT NOT NULL,
-    idempotency_key  TEXT,
-    status           TEXT NOT NULL CHECK (status IN
-                       ('working', 'input_required', 'completed', 'failed', 'cancelled')),
-    version          BIGINT NOT NULL CHECK (version >= 1),
-    created_at_ms    BIGINT NOT NULL,
-    updated_at_ms    BIGINT NOT NULL,
-    expires_at_ms    BIGINT,
-    ttl_ms           BIGINT,
-    poll_interval_ms BIGINT,
-    cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
-    outcome          TEXT,
-    status_message   TEXT,
-    correlation_id   TEXT NOT NULL
-);
-CREATE UNIQUE INDEX tasks_idempotency ON tasks (auth_key, idempotency_key)
-    WHERE idempotency_key IS NOT NULL;
-CREATE INDEX tasks_owner_order ON tasks (auth_key, created_at_ms, task_id);
-CREATE INDEX tasks_expiry ON tasks (expires_at_ms) WHERE expires_at_ms IS NOT NULL;
-CREATE TABLE outbox (
-    task_id             TEXT PRIMARY KEY REFERENCES tasks (task_id) ON DELETE CASCADE,
-    auth_key            TEXT NOT NULL,
-    request             TEXT NOT NULL,
-    enqueued_at_ms      BIGINT NOT NULL,
-    attempt             BIGINT NOT NULL DEFAULT 0,
-    lease_owner         TEXT,
-    lease_expires_at_ms BIGINT,
-    acked_at_ms         BIGINT
-);
-CREATE INDEX outbox_ready ON outbox (enqueued_at_ms, task_id) WHERE acked_at_ms IS NULL;
-"#];
 
 pub struct PostgresStore {
     connection: Mutex<Connection>,
@@ -214,69 +175,40 @@ fn redact(url: &str) -> String {
     }
 }
 
+/// Creates or upgrades the schema in one transaction that holds the meta table
+/// exclusively, so replicas opening together migrate once; returns the cursor secret.
 fn migrate(client: &mut Client) -> Result<Vec<u8>, StoreError> {
-    let failed = backend("migrate the schema");
-    let mut transaction = client.transaction().map_err(&failed)?;
+    let mut transaction = client
+        .transaction()
+        .map_err(backend("migrate the schema"))?;
+    let secret = schema::migrate(&mut transaction, schema::Dialect::Postgres)?;
     transaction
-        .batch_execute(
-            "CREATE TABLE IF NOT EXISTS tasklatch_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-             LOCK TABLE tasklatch_meta IN EXCLUSIVE MODE",
-        )
-        .map_err(&failed)?;
-    let found: i64 = match transaction
-        .query_opt(
-            "SELECT value FROM tasklatch_meta WHERE key = 'schema_version'",
-            &[],
-        )
-        .map_err(&failed)?
-    {
-        Some(row) => {
-            let text: String = row.get(0);
-            text.parse().map_err(|_| StoreError::Corrupt {
-                task_id: String::new(),
-                column: "tasklatch_meta.schema_version",
-                detail: format!("not a number: {text:?}"),
-            })?
-        }
-        None => 0,
-    };
-    if found > SCHEMA_VERSION {
-        return Err(StoreError::SchemaTooNew {
-            found,
-            supported: SCHEMA_VERSION,
-        });
-    }
-    for step in &MIGRATIONS[usize::try_from(found).unwrap_or(0)..] {
-        transaction.batch_execute(step).map_err(&failed)?;
-    }
-    transaction
-        .execute(
-            "INSERT INTO tasklatch_meta (key, value) VALUES ('schema_version', $1)
-             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            &[&SCHEMA_VERSION.to_string()],
-        )
-        .map_err(&failed)?;
-    let secret = match transaction
-        .query_opt(
-            "SELECT value FROM tasklatch_meta WHERE key = 'cursor_secret'",
-            &[],
-        )
-        .map_err(&failed)?
-    {
-        Some(row) => decode_hex_secret(&row.get::<_, String>(0))?,
-        None => {
-            let secret = random_secret()?;
-            transaction
-                .execute(
-                    "INSERT INTO tasklatch_meta (key, value) VALUES ('cursor_secret', $1)",
-                    &[&crate::contract::hex_lower(&secret)],
-                )
-                .map_err(&failed)?;
-            secret
-        }
-    };
-    transaction.commit().map_err(&failed)?;
+        .commit()
+        .map_err(backend("migrate the schema"))?;
     Ok(secret)
+}
+
+impl MetaTable for Transaction<'_> {
+    fn run(&mut self, sql: &str) -> Result<(), StoreError> {
+        self.batch_execute(sql)
+            .map_err(backend("migrate the schema"))
+    }
+
+    fn get(&mut self, key: &str) -> Result<Option<String>, StoreError> {
+        self.query_opt("SELECT value FROM tasklatch_meta WHERE key = $1", &[&key])
+            .and_then(|row| row.map(|row| row.try_get(0)).transpose())
+            .map_err(backend("migrate the schema"))
+    }
+
+    fn set(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.execute(
+            "INSERT INTO tasklatch_meta (key, value) VALUES ($1, $2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            &[&key, &value],
+        )
+        .map(drop)
+        .map_err(backend("migrate the schema"))
+    }
 }
 
 fn column<'a, T: FromSql<'a>>(

@@ -9,12 +9,12 @@ use super::row::{
     CasParams, RawRow, TASK_COLUMNS, cas_predicate, encode_outcome, owner_clause, sql_int,
     sql_opt_int,
 };
+use super::schema::{self, MetaTable};
 use super::{
     Answer, CANCEL_ATTEMPTS_MAX, CANCEL_MESSAGE, CLAIM_BATCH_MAX, CreateCommand, ListPage,
     ListQuery, OutboxClaim, SqliteOptions, StoreError, StoreOptions, TaskStore, TransitionCommand,
     WrappedRequest, applied_transition, cancelled_record, check_transition_command,
-    classify_refused_cancel, classify_refused_transition, decode_hex_secret, list_page,
-    list_preamble, page_limit, random_secret,
+    classify_refused_cancel, classify_refused_transition, list_page, list_preamble, page_limit,
 };
 use crate::contract::{self, Decision, Negotiated, TaskRecord, TaskStatus};
 use crate::sync::{Mutex, MutexGuard};
@@ -41,52 +41,6 @@ impl Synchronous {
     }
 }
 
-/// The schema version this build writes. Migrations below bring older files up to it.
-pub const SCHEMA_VERSION: i64 = 1;
-
-/// `MIGRATIONS[v]` moves a database from version `v` to `v + 1`.
-///
-/// Both tables are `WITHOUT ROWID`, clustered on `task_id`: a create then writes one
-/// b-tree page fewer per table (no separate primary-key index), which is most of what a
-/// create costs in WAL mode.
-const MIGRATIONS: [&str; 1] = [r#"
-CREATE TABLE tasks (
-    task_id          TEXT PRIMARY KEY,
-    auth_key         TEXT NOT NULL,
-    method           TEXT NOT NULL,
-    tool_name        TEXT NOT NULL,
-    request_digest   TEXT NOT NULL,
-    idempotency_key  TEXT,
-    status           TEXT NOT NULL CHECK (status IN
-                       ('working', 'input_required', 'completed', 'failed', 'cancelled')),
-    version          INTEGER NOT NULL CHECK (version >= 1),
-    created_at_ms    INTEGER NOT NULL,
-    updated_at_ms    INTEGER NOT NULL,
-    expires_at_ms    INTEGER,
-    ttl_ms           INTEGER,
-    poll_interval_ms INTEGER,
-    cancel_requested INTEGER NOT NULL DEFAULT 0,
-    outcome          TEXT,
-    status_message   TEXT,
-    correlation_id   TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE UNIQUE INDEX tasks_idempotency ON tasks (auth_key, idempotency_key)
-    WHERE idempotency_key IS NOT NULL;
-CREATE INDEX tasks_owner_order ON tasks (auth_key, created_at_ms, task_id);
-CREATE INDEX tasks_expiry ON tasks (expires_at_ms) WHERE expires_at_ms IS NOT NULL;
-CREATE TABLE outbox (
-    task_id             TEXT PRIMARY KEY REFERENCES tasks (task_id) ON DELETE CASCADE,
-    auth_key            TEXT NOT NULL,
-    request             TEXT NOT NULL,
-    enqueued_at_ms      INTEGER NOT NULL,
-    attempt             INTEGER NOT NULL DEFAULT 0,
-    lease_owner         TEXT,
-    lease_expires_at_ms INTEGER,
-    acked_at_ms         INTEGER
-) WITHOUT ROWID;
-CREATE INDEX outbox_ready ON outbox (enqueued_at_ms, task_id) WHERE acked_at_ms IS NULL;
-"#];
-
 pub struct SqliteStore {
     connection: Mutex<Connection>,
     cursor_secret: Vec<u8>,
@@ -110,7 +64,7 @@ impl SqliteStore {
             target: target.clone(),
             cause: error.to_string(),
         };
-        let connection = Connection::open(&options.path).map_err(open_error)?;
+        let mut connection = Connection::open(&options.path).map_err(open_error)?;
         let synchronous = options.synchronous.pragma();
         // journal_mode answers with a row; the others do not.
         let mode: String = connection
@@ -130,7 +84,7 @@ impl SqliteStore {
         connection
             .busy_timeout(std::time::Duration::from_millis(options.busy_timeout_ms))
             .map_err(open_error)?;
-        let persisted_secret = migrate(&connection).map_err(|error| match error {
+        let persisted_secret = migrate(&mut connection).map_err(|error| match error {
             StoreError::Backend { cause, .. } => StoreError::Open {
                 target: target.clone(),
                 cause,
@@ -156,81 +110,40 @@ impl SqliteStore {
 
 /// Creates or upgrades the schema in one immediate transaction; returns the persisted
 /// cursor secret. A newer schema is refused before anything is written.
-fn migrate(connection: &Connection) -> Result<Vec<u8>, StoreError> {
+fn migrate(connection: &mut Connection) -> Result<Vec<u8>, StoreError> {
     let failed = backend("migrate the schema");
-    connection
-        .execute_batch("BEGIN IMMEDIATE")
+    let mut transaction = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(&failed)?;
-    let result = (|| {
-        connection
-            .execute_batch(
-                "CREATE TABLE IF NOT EXISTS tasklatch_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-            )
-            .map_err(&failed)?;
-        let found: i64 = connection
-            .query_row(
-                "SELECT value FROM tasklatch_meta WHERE key = 'schema_version'",
-                [],
-                |row| row.get::<_, String>(0),
-            )
-            .optional()
-            .map_err(&failed)?
-            .map(|text| {
-                text.parse().map_err(|_| StoreError::Corrupt {
-                    task_id: String::new(),
-                    column: "tasklatch_meta.schema_version",
-                    detail: format!("not a number: {text:?}"),
-                })
-            })
-            .transpose()?
-            .unwrap_or(0);
-        if found > SCHEMA_VERSION {
-            return Err(StoreError::SchemaTooNew {
-                found,
-                supported: SCHEMA_VERSION,
-            });
-        }
-        for step in &MIGRATIONS[usize::try_from(found).unwrap_or(0)..] {
-            connection.execute_batch(step).map_err(&failed)?;
-        }
-        connection
-            .execute(
-                "INSERT INTO tasklatch_meta (key, value) VALUES ('schema_version', ?1)
-                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                [SCHEMA_VERSION.to_string()],
-            )
-            .map_err(&failed)?;
-        let secret: Option<String> = connection
-            .query_row(
-                "SELECT value FROM tasklatch_meta WHERE key = 'cursor_secret'",
-                [],
-                |row| row.get(0),
-            )
-            .optional()
-            .map_err(&failed)?;
-        match secret {
-            Some(hex) => decode_hex_secret(&hex),
-            None => {
-                let secret = random_secret()?;
-                connection
-                    .execute(
-                        "INSERT INTO tasklatch_meta (key, value) VALUES ('cursor_secret', ?1)",
-                        [crate::contract::hex_lower(&secret)],
-                    )
-                    .map_err(&failed)?;
-                Ok(secret)
-            }
-        }
-    })();
-    match result {
-        Ok(secret) => {
-            connection.execute_batch("COMMIT").map_err(&failed)?;
-            Ok(secret)
-        }
-        Err(error) => {
-            let _ = connection.execute_batch("ROLLBACK");
-            Err(error)
-        }
+    let secret = schema::migrate(&mut transaction, schema::Dialect::Sqlite)?;
+    transaction.commit().map_err(&failed)?;
+    Ok(secret)
+}
+
+impl MetaTable for rusqlite::Transaction<'_> {
+    fn run(&mut self, sql: &str) -> Result<(), StoreError> {
+        self.execute_batch(sql)
+            .map_err(backend("migrate the schema"))
+    }
+
+    fn get(&mut self, key: &str) -> Result<Option<String>, StoreError> {
+        self.query_row(
+            "SELECT value FROM tasklatch_meta WHERE key = ?1",
+            [key],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(backend("migrate the schema"))
+    }
+
+    fn set(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.execute(
+            "INSERT INTO tasklatch_meta (key, value) VALUES (?1, ?2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [key, value],
+        )
+        .map(drop)
+        .map_err(backend("migrate the schema"))
     }
 }
 
