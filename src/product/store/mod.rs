@@ -27,6 +27,7 @@ mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod row;
+mod schema;
 mod sqlite;
 mod url;
 

@@ -7,61 +7,21 @@
 //! A zero-row update is followed by a re-read that the contract classifies.
 
 use super::row::{
-    CasParams, RawRow, TASK_COLUMNS, cas_predicate, encode_outcome, owner_clause, sql_int,
-    sql_opt_int,
+    CasParams, Columns, SqlRow, TASK_COLUMNS, TaskParams, cas_predicate, claim_from_row,
+    encode_outcome, owner_clause, sql_int, sql_limit, task_from_row,
 };
+use super::schema::{self, MetaTable};
 use super::{
     Answer, CANCEL_MESSAGE, CLAIM_BATCH_MAX, CreateCommand, ListPage, ListQuery, OutboxClaim,
-    StoreError, StoreOptions, TaskStore, TransitionCommand, WrappedRequest,
-    check_transition_command, classify_refused_cancel, classify_refused_transition,
-    decode_hex_secret, list_page, list_preamble, page_limit, random_secret,
+    StoreError, StoreOptions, TaskStore, TransitionCommand, check_transition_command,
+    classify_refused_cancel, classify_refused_transition, list_page, list_preamble, page_limit,
 };
 use crate::contract::{self, Decision, Negotiated, TaskRecord, TaskStatus};
 use crate::sync::{Mutex, MutexGuard};
-use postgres::types::{FromSql, ToSql};
-use postgres::{Client, GenericClient, NoTls, Row, Statement};
+use postgres::types::ToSql;
+use postgres::{Client, GenericClient, NoTls, Row, Statement, Transaction};
 use std::collections::HashMap;
 use std::sync::LazyLock;
-
-pub const SCHEMA_VERSION: i64 = 1;
-
-const MIGRATIONS: [&str; 1] = [r#"
-CREATE TABLE tasks (
-    task_id          TEXT PRIMARY KEY,
-    auth_key         TEXT NOT NULL,
-    method           TEXT NOT NULL,
-    tool_name        TEXT NOT NULL,
-    request_digest   TEXT NOT NULL,
-    idempotency_key  TEXT,
-    status           TEXT NOT NULL CHECK (status IN
-                       ('working', 'input_required', 'completed', 'failed', 'cancelled')),
-    version          BIGINT NOT NULL CHECK (version >= 1),
-    created_at_ms    BIGINT NOT NULL,
-    updated_at_ms    BIGINT NOT NULL,
-    expires_at_ms    BIGINT,
-    ttl_ms           BIGINT,
-    poll_interval_ms BIGINT,
-    cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
-    outcome          TEXT,
-    status_message   TEXT,
-    correlation_id   TEXT NOT NULL
-);
-CREATE UNIQUE INDEX tasks_idempotency ON tasks (auth_key, idempotency_key)
-    WHERE idempotency_key IS NOT NULL;
-CREATE INDEX tasks_owner_order ON tasks (auth_key, created_at_ms, task_id);
-CREATE INDEX tasks_expiry ON tasks (expires_at_ms) WHERE expires_at_ms IS NOT NULL;
-CREATE TABLE outbox (
-    task_id             TEXT PRIMARY KEY REFERENCES tasks (task_id) ON DELETE CASCADE,
-    auth_key            TEXT NOT NULL,
-    request             TEXT NOT NULL,
-    enqueued_at_ms      BIGINT NOT NULL,
-    attempt             BIGINT NOT NULL DEFAULT 0,
-    lease_owner         TEXT,
-    lease_expires_at_ms BIGINT,
-    acked_at_ms         BIGINT
-);
-CREATE INDEX outbox_ready ON outbox (enqueued_at_ms, task_id) WHERE acked_at_ms IS NULL;
-"#];
 
 pub struct PostgresStore {
     connection: Mutex<Connection>,
@@ -214,106 +174,54 @@ fn redact(url: &str) -> String {
     }
 }
 
+/// Creates or upgrades the schema in one transaction that holds the meta table
+/// exclusively, so replicas opening together migrate once; returns the cursor secret.
 fn migrate(client: &mut Client) -> Result<Vec<u8>, StoreError> {
-    let failed = backend("migrate the schema");
-    let mut transaction = client.transaction().map_err(&failed)?;
+    let mut transaction = client
+        .transaction()
+        .map_err(backend("migrate the schema"))?;
+    let secret = schema::migrate(&mut transaction, schema::Dialect::Postgres)?;
     transaction
-        .batch_execute(
-            "CREATE TABLE IF NOT EXISTS tasklatch_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-             LOCK TABLE tasklatch_meta IN EXCLUSIVE MODE",
-        )
-        .map_err(&failed)?;
-    let found: i64 = match transaction
-        .query_opt(
-            "SELECT value FROM tasklatch_meta WHERE key = 'schema_version'",
-            &[],
-        )
-        .map_err(&failed)?
-    {
-        Some(row) => {
-            let text: String = row.get(0);
-            text.parse().map_err(|_| StoreError::Corrupt {
-                task_id: String::new(),
-                column: "tasklatch_meta.schema_version",
-                detail: format!("not a number: {text:?}"),
-            })?
-        }
-        None => 0,
-    };
-    if found > SCHEMA_VERSION {
-        return Err(StoreError::SchemaTooNew {
-            found,
-            supported: SCHEMA_VERSION,
-        });
-    }
-    for step in &MIGRATIONS[usize::try_from(found).unwrap_or(0)..] {
-        transaction.batch_execute(step).map_err(&failed)?;
-    }
-    transaction
-        .execute(
-            "INSERT INTO tasklatch_meta (key, value) VALUES ('schema_version', $1)
-             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            &[&SCHEMA_VERSION.to_string()],
-        )
-        .map_err(&failed)?;
-    let secret = match transaction
-        .query_opt(
-            "SELECT value FROM tasklatch_meta WHERE key = 'cursor_secret'",
-            &[],
-        )
-        .map_err(&failed)?
-    {
-        Some(row) => decode_hex_secret(&row.get::<_, String>(0))?,
-        None => {
-            let secret = random_secret()?;
-            transaction
-                .execute(
-                    "INSERT INTO tasklatch_meta (key, value) VALUES ('cursor_secret', $1)",
-                    &[&crate::contract::hex_lower(&secret)],
-                )
-                .map_err(&failed)?;
-            secret
-        }
-    };
-    transaction.commit().map_err(&failed)?;
+        .commit()
+        .map_err(backend("migrate the schema"))?;
     Ok(secret)
 }
 
-fn column<'a, T: FromSql<'a>>(
-    row: &'a Row,
-    index: usize,
-    name: &'static str,
-    task_id: &str,
-) -> Result<T, StoreError> {
-    row.try_get(index).map_err(|error| StoreError::Corrupt {
-        task_id: task_id.to_owned(),
-        column: name,
-        detail: cause(&error),
-    })
+impl MetaTable for Transaction<'_> {
+    fn run(&mut self, sql: &str) -> Result<(), StoreError> {
+        self.batch_execute(sql)
+            .map_err(backend("migrate the schema"))
+    }
+
+    fn get(&mut self, key: &str) -> Result<Option<String>, StoreError> {
+        self.query_opt("SELECT value FROM tasklatch_meta WHERE key = $1", &[&key])
+            .and_then(|row| row.map(|row| row.try_get(0)).transpose())
+            .map_err(backend("migrate the schema"))
+    }
+
+    fn set(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.execute(
+            "INSERT INTO tasklatch_meta (key, value) VALUES ($1, $2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            &[&key, &value],
+        )
+        .map(drop)
+        .map_err(backend("migrate the schema"))
+    }
 }
 
-fn task_row(row: &Row) -> Result<TaskRecord, StoreError> {
-    let id: String = column(row, 0, "task_id", "?")?;
-    RawRow {
-        auth_key: column(row, 1, "auth_key", &id)?,
-        method: column(row, 2, "method", &id)?,
-        tool_name: column(row, 3, "tool_name", &id)?,
-        request_digest: column(row, 4, "request_digest", &id)?,
-        idempotency_key: column(row, 5, "idempotency_key", &id)?,
-        status: column(row, 6, "status", &id)?,
-        version: column(row, 7, "version", &id)?,
-        created_at_ms: column(row, 8, "created_at_ms", &id)?,
-        updated_at_ms: column(row, 9, "updated_at_ms", &id)?,
-        expires_at_ms: column(row, 10, "expires_at_ms", &id)?,
-        ttl_ms: column(row, 11, "ttl_ms", &id)?,
-        poll_interval_ms: column(row, 12, "poll_interval_ms", &id)?,
-        cancel_requested: column(row, 13, "cancel_requested", &id)?,
-        outcome: column(row, 14, "outcome", &id)?,
-        status_message: column(row, 15, "status_message", &id)?,
-        correlation_id: column(row, 16, "correlation_id", &id)?,
-        task_id: id,
+impl SqlRow for Row {
+    fn text(&self, at: usize) -> Result<Option<String>, String> {
+        self.try_get(at).map_err(|error| cause(&error))
     }
-    .decode()
+
+    fn int(&self, at: usize) -> Result<Option<i64>, String> {
+        self.try_get(at).map_err(|error| cause(&error))
+    }
+
+    fn flag(&self, at: usize) -> Result<Option<bool>, String> {
+        self.try_get(at).map_err(|error| cause(&error))
+    }
 }
 
 fn query_tasks(
@@ -326,39 +234,14 @@ fn query_tasks(
         .query(statement, params)
         .map_err(backend(operation))?
         .iter()
-        .map(task_row)
+        .map(task_from_row)
         .collect()
 }
 
-/// Parameters `$1..$17` of a task row, in [`TASK_COLUMNS`] order.
-struct TaskParams {
-    request_digest: String,
-    status: &'static str,
-    version: i64,
-    created_at_ms: i64,
-    updated_at_ms: i64,
-    expires_at_ms: Option<i64>,
-    ttl_ms: Option<i64>,
-    poll_interval_ms: Option<i64>,
-    outcome: Option<String>,
-}
-
-impl TaskParams {
-    fn of(record: &TaskRecord) -> Result<TaskParams, StoreError> {
-        Ok(TaskParams {
-            request_digest: record.request_digest.as_str().to_owned(),
-            status: record.status.as_str(),
-            version: sql_int(record.version, "version")?,
-            created_at_ms: sql_int(record.created_at_ms, "created_at_ms")?,
-            updated_at_ms: sql_int(record.updated_at_ms, "updated_at_ms")?,
-            expires_at_ms: sql_opt_int(record.expires_at_ms, "expires_at_ms")?,
-            ttl_ms: sql_opt_int(record.ttl_ms, "ttl_ms")?,
-            poll_interval_ms: sql_opt_int(record.poll_interval_ms, "poll_interval_ms")?,
-            outcome: encode_outcome(&record.outcome),
-        })
-    }
-
-    fn bind<'a>(&'a self, record: &'a TaskRecord) -> Vec<&'a (dyn ToSql + Sync)> {
+impl TaskParams<'_> {
+    /// Parameters `$1..$17`, in [`TASK_COLUMNS`] order.
+    fn bind(&self) -> Vec<&(dyn ToSql + Sync)> {
+        let record = self.record;
         vec![
             &record.task_id,
             &record.auth_key,
@@ -400,16 +283,15 @@ fn insert_admission_sql() -> String {
 fn insert_admission(
     client: &mut impl GenericClient,
     statement: &Statement,
-    record: &TaskRecord,
+    task: &TaskParams<'_>,
     request_json: &str,
 ) -> Result<Option<TaskRecord>, StoreError> {
-    let params = TaskParams::of(record)?;
-    let mut bound = params.bind(record);
+    let mut bound = task.bind();
     bound.push(&request_json);
     match client.query(statement, &bound) {
-        Ok(rows) => rows.first().map(task_row).transpose(),
+        Ok(rows) => rows.first().map(task_from_row).transpose(),
         Err(error) if is_unique_violation(&error) => Err(StoreError::Duplicate {
-            task_id: record.task_id.clone(),
+            task_id: task.record.task_id.clone(),
         }),
         Err(error) => Err(backend("create a task")(error)),
     }
@@ -428,12 +310,13 @@ impl TaskStore for PostgresStore {
             return Ok(Answer::bare(unbound));
         }
         let record = command.admission_record(digest.clone());
+        let task = TaskParams::of(&record)?;
         let request_json = serde_json::to_string(&command.request).expect("requests serialise");
         let mut connection = self.lock()?;
         let insert = connection.prepared(&insert_admission_sql(), "create a task")?;
         for _ in 0..CREATE_ATTEMPTS_MAX {
             if let Some(inserted) =
-                insert_admission(&mut connection.client, &insert, &record, &request_json)?
+                insert_admission(&mut connection.client, &insert, &task, &request_json)?
             {
                 return Ok(Answer::new(Decision::AcceptTask, Some(inserted)));
             }
@@ -464,7 +347,7 @@ impl TaskStore for PostgresStore {
                         )
                         .map_err(backend("create a task"))?;
                     let inserted =
-                        insert_admission(&mut transaction, &insert, &record, &request_json)?;
+                        insert_admission(&mut transaction, &insert, &task, &request_json)?;
                     transaction.commit().map_err(backend("create a task"))?;
                     if let Some(inserted) = inserted {
                         return Ok(Answer::new(Decision::AcceptTask, Some(inserted)));
@@ -594,7 +477,7 @@ impl TaskStore for PostgresStore {
             owner = owner_clause("$1::TEXT"),
         );
         let now = sql_int(query.now_ms, "now_ms")?;
-        let fetch = (limit + 1) as i64;
+        let fetch = sql_limit(limit + 1);
         let tasks = self.lock()?.tasks(
             &sql,
             &[&query.caller, &now, &after_ms, &after_id, &fetch],
@@ -610,10 +493,10 @@ impl TaskStore for PostgresStore {
         lease_ms: u64,
         max: usize,
     ) -> Result<Vec<OutboxClaim>, StoreError> {
-        let lease_expires_at_ms = now_ms.saturating_add(lease_ms);
-        let lease = sql_int(lease_expires_at_ms, "lease expiry")?;
         let now = sql_int(now_ms, "now_ms")?;
-        let batch = max.min(CLAIM_BATCH_MAX) as i64;
+        let lease_expires_at_ms = now_ms.saturating_add(lease_ms);
+        let lease = sql_int(lease_expires_at_ms, "lease expiry (now_ms + lease_ms)")?;
+        let batch = sql_limit(max.min(CLAIM_BATCH_MAX));
         let mut connection = self.lock()?;
         let statement = connection.prepared(
             "WITH c AS ( \
@@ -637,31 +520,11 @@ impl TaskStore for PostgresStore {
             .map_err(backend("claim outbox entries"))?;
         rows.iter()
             .map(|row| {
-                let task_id: String = column(row, 0, "outbox.task_id", "?")?;
-                let request_text: String = column(row, 2, "outbox.request", &task_id)?;
-                let request: WrappedRequest =
-                    serde_json::from_str(&request_text).map_err(|error| StoreError::Corrupt {
-                        task_id: task_id.clone(),
-                        column: "outbox.request",
-                        detail: error.to_string(),
-                    })?;
-                let attempt: i64 = column(row, 3, "outbox.attempt", &task_id)?;
-                let version: i64 = column(row, 4, "version", &task_id)?;
-                let status: String = column(row, 5, "status", &task_id)?;
+                let columns = Columns::new(row, "outbox.task_id")?;
                 Ok(OutboxClaim {
-                    auth_key: column(row, 1, "outbox.auth_key", &task_id)?,
-                    request,
-                    attempt: u32::try_from(attempt).unwrap_or(u32::MAX),
-                    lease_expires_at_ms,
-                    task_version: u64::try_from(version).unwrap_or(0),
-                    task_status: super::row::parse_status(&status).ok_or_else(|| {
-                        StoreError::Corrupt {
-                            task_id: task_id.clone(),
-                            column: "status",
-                            detail: format!("unknown status {status:?}"),
-                        }
-                    })?,
-                    task_id,
+                    task_version: columns.u64(4, "version")?,
+                    task_status: columns.status(5, "status")?,
+                    ..claim_from_row(&columns, lease_expires_at_ms)?
                 })
             })
             .collect()
@@ -694,21 +557,17 @@ impl TaskStore for PostgresStore {
         let changed = self.lock()?.execute(
             "DELETE FROM tasks WHERE task_id IN (SELECT task_id FROM tasks \
                      WHERE expires_at_ms <= $1 ORDER BY expires_at_ms, task_id LIMIT $2)",
-            &[&now, &i64::try_from(max).unwrap_or(i64::MAX)],
+            &[&now, &sql_limit(max)],
             "sweep expired tasks",
         )?;
         Ok(changed as usize)
     }
 
     fn import(&self, records: &[TaskRecord]) -> Result<(), StoreError> {
-        for record in records {
-            if let Some(violation) = record.invariant_violation() {
-                return Err(StoreError::Invalid(format!(
-                    "task {}: {violation}",
-                    record.task_id
-                )));
-            }
-        }
+        let tasks = records
+            .iter()
+            .map(TaskParams::of)
+            .collect::<Result<Vec<_>, _>>()?;
         let sql = format!("INSERT INTO tasks ({TASK_COLUMNS}) VALUES ({TASK_VALUES})");
         let mut client = self.lock()?;
         let mut transaction = client
@@ -716,15 +575,14 @@ impl TaskStore for PostgresStore {
             .transaction()
             .map_err(backend("import tasks"))?;
         let statement = transaction.prepare(&sql).map_err(backend("import tasks"))?;
-        for record in records {
-            let params = TaskParams::of(record)?;
+        for task in &tasks {
             // An error drops the transaction, which rolls everything back.
             transaction
-                .execute(&statement, &params.bind(record))
+                .execute(&statement, &task.bind())
                 .map_err(|error| {
                     if is_unique_violation(&error) {
                         StoreError::Duplicate {
-                            task_id: record.task_id.clone(),
+                            task_id: task.record.task_id.clone(),
                         }
                     } else {
                         backend("import tasks")(error)

@@ -1,99 +1,225 @@
-//! The row shape shared by the SQL adapters, and its checked decoding: a corrupted row
-//! becomes a [`StoreError::Corrupt`] naming the task and the column, never a panic.
+//! What the SQL adapters share about rows: the task columns, reading a row into a
+//! [`TaskRecord`] or an [`OutboxClaim`] (a corrupted row becomes a [`StoreError::Corrupt`]
+//! naming the task and the column, never a panic or a clamp), the checked integer
+//! conversions into SQL, and the predicates the mutants reach into.
 
-use super::StoreError;
+use super::{OutboxClaim, StoreError};
 use crate::contract::{RequestDigest, TaskOutcome, TaskRecord, TaskStatus, latched};
 use crate::mutants::{Mutant, on};
+use serde::de::DeserializeOwned;
 
-/// The task columns, in the order [`RawRow`] reads them.
+/// The task columns, in the order [`task_from_row`] reads them.
 pub(crate) const TASK_COLUMNS: &str = "task_id, auth_key, method, tool_name, request_digest, \
     idempotency_key, status, version, created_at_ms, updated_at_ms, expires_at_ms, ttl_ms, \
     poll_interval_ms, cancel_requested, outcome, status_message, correlation_id";
 
-/// A task row as the driver hands it over, before any checking.
-pub(crate) struct RawRow {
+/// A result row of either driver: column `at` as the driver decodes it (`None` for NULL),
+/// or the driver's reason it cannot.
+pub(crate) trait SqlRow {
+    fn text(&self, at: usize) -> Result<Option<String>, String>;
+    fn int(&self, at: usize) -> Result<Option<i64>, String>;
+    fn flag(&self, at: usize) -> Result<Option<bool>, String>;
+}
+
+/// The columns of a row whose column 0 is a task id: a value that does not decode is a
+/// [`StoreError::Corrupt`] naming the task and the column (`name`).
+pub(crate) struct Columns<'r, R: ?Sized> {
+    row: &'r R,
     pub task_id: String,
-    pub auth_key: String,
-    pub method: String,
-    pub tool_name: String,
-    pub request_digest: String,
-    pub idempotency_key: Option<String>,
-    pub status: String,
+}
+
+impl<'r, R: SqlRow + ?Sized> Columns<'r, R> {
+    pub fn new(row: &'r R, name: &'static str) -> Result<Self, StoreError> {
+        let unread = Columns {
+            row,
+            task_id: "?".into(),
+        };
+        Ok(Columns {
+            task_id: unread.text(0, name)?,
+            row,
+        })
+    }
+
+    pub fn corrupt(&self, name: &'static str, detail: String) -> StoreError {
+        let task_id = self.task_id.clone();
+        StoreError::Corrupt {
+            task_id,
+            column: name,
+            detail,
+        }
+    }
+
+    fn some<T>(&self, name: &'static str, value: Option<T>) -> Result<T, StoreError> {
+        value.ok_or_else(|| self.corrupt(name, "NULL in a NOT NULL column".into()))
+    }
+
+    pub fn opt_text(&self, at: usize, name: &'static str) -> Result<Option<String>, StoreError> {
+        self.row
+            .text(at)
+            .map_err(|detail| self.corrupt(name, detail))
+    }
+
+    pub fn text(&self, at: usize, name: &'static str) -> Result<String, StoreError> {
+        self.some(name, self.opt_text(at, name)?)
+    }
+
+    /// The record holds times, durations and versions unsigned: a negative one is corrupt.
+    pub fn opt_u64(&self, at: usize, name: &'static str) -> Result<Option<u64>, StoreError> {
+        let value = self
+            .row
+            .int(at)
+            .map_err(|detail| self.corrupt(name, detail))?;
+        value
+            .map(|v| {
+                u64::try_from(v).map_err(|_| self.corrupt(name, format!("negative value {v}")))
+            })
+            .transpose()
+    }
+
+    pub fn u64(&self, at: usize, name: &'static str) -> Result<u64, StoreError> {
+        self.some(name, self.opt_u64(at, name)?)
+    }
+
+    pub fn flag(&self, at: usize, name: &'static str) -> Result<bool, StoreError> {
+        let value = self
+            .row
+            .flag(at)
+            .map_err(|detail| self.corrupt(name, detail))?;
+        self.some(name, value)
+    }
+
+    pub fn status(&self, at: usize, name: &'static str) -> Result<TaskStatus, StoreError> {
+        let text = self.text(at, name)?;
+        let status = TaskStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == text);
+        status.ok_or_else(|| self.corrupt(name, format!("unknown status {text:?}")))
+    }
+
+    pub fn opt_json<T: DeserializeOwned>(
+        &self,
+        at: usize,
+        name: &'static str,
+    ) -> Result<Option<T>, StoreError> {
+        let decode = |text: String| serde_json::from_str(&text);
+        let value = self.opt_text(at, name)?.map(decode).transpose();
+        value.map_err(|error| self.corrupt(name, format!("does not decode: {error}")))
+    }
+}
+
+/// Decodes a row selected with [`TASK_COLUMNS`], checking the record's invariants.
+pub(crate) fn task_from_row(row: &(impl SqlRow + ?Sized)) -> Result<TaskRecord, StoreError> {
+    let columns = Columns::new(row, "task_id")?;
+    let digest = columns.text(4, "request_digest")?;
+    let record = TaskRecord {
+        auth_key: columns.text(1, "auth_key")?,
+        method: columns.text(2, "method")?,
+        tool_name: columns.text(3, "tool_name")?,
+        request_digest: RequestDigest::parse(&digest).ok_or_else(|| {
+            columns.corrupt("request_digest", format!("not a sha256 digest: {digest:?}"))
+        })?,
+        idempotency_key: columns.opt_text(5, "idempotency_key")?,
+        status: columns.status(6, "status")?,
+        version: columns.u64(7, "version")?,
+        created_at_ms: columns.u64(8, "created_at_ms")?,
+        updated_at_ms: columns.u64(9, "updated_at_ms")?,
+        expires_at_ms: columns.opt_u64(10, "expires_at_ms")?,
+        ttl_ms: columns.opt_u64(11, "ttl_ms")?,
+        poll_interval_ms: columns.opt_u64(12, "poll_interval_ms")?,
+        cancel_requested: columns.flag(13, "cancel_requested")?,
+        outcome: columns.opt_json::<TaskOutcome>(14, "outcome")?,
+        status_message: columns.opt_text(15, "status_message")?,
+        correlation_id: columns.text(16, "correlation_id")?,
+        task_id: columns.task_id.clone(),
+    };
+    match record.invariant_violation() {
+        Some(violation) => Err(columns.corrupt("*", violation.to_owned())),
+        None => Ok(record),
+    }
+}
+
+/// The outbox half of a claim, from a row that starts `task_id, auth_key, request,
+/// attempt`; the caller fills in the task's version and status.
+pub(crate) fn claim_from_row<R: SqlRow + ?Sized>(
+    columns: &Columns<'_, R>,
+    lease_expires_at_ms: u64,
+) -> Result<OutboxClaim, StoreError> {
+    let attempt = columns.u64(3, "outbox.attempt")?;
+    let request = columns.opt_json(2, "outbox.request")?;
+    Ok(OutboxClaim {
+        task_id: columns.task_id.clone(),
+        auth_key: columns.text(1, "outbox.auth_key")?,
+        request: columns.some("outbox.request", request)?,
+        attempt: u32::try_from(attempt).map_err(|_| {
+            columns.corrupt("outbox.attempt", format!("{attempt} is beyond u32::MAX"))
+        })?,
+        lease_expires_at_ms,
+        task_version: 0,
+        task_status: TaskStatus::Working,
+    })
+}
+
+/// u64 → SQL BIGINT, refusing a value SQL cannot hold (never clamping it: a time or
+/// version stored as another number would be a different fact).
+pub(crate) fn sql_int(value: u64, what: &str) -> Result<i64, StoreError> {
+    i64::try_from(value).map_err(|_| {
+        StoreError::Invalid(format!(
+            "{what} {value} is too large to store (at most {})",
+            i64::MAX
+        ))
+    })
+}
+
+/// A `LIMIT` bound: a count beyond BIGINT asks for everything, so it clamps (on purpose,
+/// unlike [`sql_int`]: no stored fact changes).
+pub(crate) fn sql_limit(count: usize) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
+/// A task record as the parameters of an insert in [`TASK_COLUMNS`] order, checked: a
+/// record that breaks its invariants, or whose integers SQL cannot hold, is refused
+/// (`Invalid`) before the database is touched.
+pub(crate) struct TaskParams<'a> {
+    pub record: &'a TaskRecord,
+    pub request_digest: &'a str,
+    pub status: &'static str,
     pub version: i64,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
     pub expires_at_ms: Option<i64>,
     pub ttl_ms: Option<i64>,
     pub poll_interval_ms: Option<i64>,
-    pub cancel_requested: bool,
     pub outcome: Option<String>,
-    pub status_message: Option<String>,
-    pub correlation_id: String,
 }
 
-pub(crate) fn parse_status(text: &str) -> Option<TaskStatus> {
-    TaskStatus::ALL
-        .into_iter()
-        .find(|status| status.as_str() == text)
-}
-
-impl RawRow {
-    pub(crate) fn decode(self) -> Result<TaskRecord, StoreError> {
-        let task_id = self.task_id;
-        let corrupt = |column: &'static str, detail: String| StoreError::Corrupt {
-            task_id: task_id.clone(),
-            column,
-            detail,
-        };
-        let unsigned = |column: &'static str, value: i64| {
-            u64::try_from(value).map_err(|_| corrupt(column, format!("negative value {value}")))
-        };
-        let optional = |column: &'static str, value: Option<i64>| {
-            value.map(|v| unsigned(column, v)).transpose()
-        };
-        let record = TaskRecord {
-            auth_key: self.auth_key,
-            method: self.method,
-            tool_name: self.tool_name,
-            request_digest: RequestDigest::parse(&self.request_digest).ok_or_else(|| {
-                corrupt(
-                    "request_digest",
-                    format!("not a sha256 digest: {:?}", self.request_digest),
-                )
-            })?,
-            idempotency_key: self.idempotency_key,
-            status: parse_status(&self.status)
-                .ok_or_else(|| corrupt("status", format!("unknown status {:?}", self.status)))?,
-            version: unsigned("version", self.version)?,
-            created_at_ms: unsigned("created_at_ms", self.created_at_ms)?,
-            updated_at_ms: unsigned("updated_at_ms", self.updated_at_ms)?,
-            expires_at_ms: optional("expires_at_ms", self.expires_at_ms)?,
-            ttl_ms: optional("ttl_ms", self.ttl_ms)?,
-            poll_interval_ms: optional("poll_interval_ms", self.poll_interval_ms)?,
-            cancel_requested: self.cancel_requested,
-            outcome: self
-                .outcome
-                .map(|text| serde_json::from_str::<TaskOutcome>(&text))
-                .transpose()
-                .map_err(|error| corrupt("outcome", format!("not a stored outcome: {error}")))?,
-            status_message: self.status_message,
-            correlation_id: self.correlation_id,
-            task_id: task_id.clone(),
-        };
+impl<'a> TaskParams<'a> {
+    pub(crate) fn of(record: &'a TaskRecord) -> Result<TaskParams<'a>, StoreError> {
         if let Some(violation) = record.invariant_violation() {
-            return Err(corrupt("*", violation.to_owned()));
+            let id = &record.task_id;
+            return Err(StoreError::Invalid(format!("task {id}: {violation}")));
         }
-        Ok(record)
+        let int = |value: u64, column: &str| {
+            sql_int(value, &format!("task {}: {column}", record.task_id))
+        };
+        let opt =
+            |value: Option<u64>, column: &str| value.map(|value| int(value, column)).transpose();
+        // The caller's own inputs first, so a too-large TTL is named as such rather than
+        // as the expiry computed from it.
+        let ttl_ms = opt(record.ttl_ms, "ttl_ms")?;
+        let poll_interval_ms = opt(record.poll_interval_ms, "poll_interval_ms")?;
+        Ok(TaskParams {
+            record,
+            request_digest: record.request_digest.as_str(),
+            status: record.status.as_str(),
+            created_at_ms: int(record.created_at_ms, "created_at_ms")?,
+            updated_at_ms: int(record.updated_at_ms, "updated_at_ms")?,
+            expires_at_ms: opt(record.expires_at_ms, "expires_at_ms")?,
+            version: int(record.version, "version")?,
+            ttl_ms,
+            poll_interval_ms,
+            outcome: encode_outcome(&record.outcome),
+        })
     }
-}
-
-/// u64 → SQL BIGINT, refusing values SQL cannot hold.
-pub(crate) fn sql_int(value: u64, what: &str) -> Result<i64, StoreError> {
-    i64::try_from(value).map_err(|_| StoreError::Invalid(format!("{what} {value} exceeds i64")))
-}
-
-pub(crate) fn sql_opt_int(value: Option<u64>, what: &str) -> Result<Option<i64>, StoreError> {
-    value.map(|value| sql_int(value, what)).transpose()
 }
 
 pub(crate) fn encode_outcome(outcome: &Option<TaskOutcome>) -> Option<String> {
