@@ -90,6 +90,7 @@ impl Mutant {
         }
     }
 
+    /// The mutant named `name` (as [`Mutant::name`] spells it); the error lists the known ones.
     pub fn parse(name: &str) -> Result<Mutant, String> {
         Mutant::ALL
             .into_iter()

@@ -8,34 +8,58 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Decision {
     // create (`tools/call`)
+    /// A call without a task: the tool runs synchronously and nothing is stored.
     AcceptNormal,
+    /// A new task is admitted: the record and its outbox entry are written together.
     AcceptTask,
+    /// Same caller, idempotency key and digest as an unexpired task: that task is returned.
     ReplayTask,
+    /// The caller's idempotency key is held by a task with another request digest.
     BlockIdempotencyCollision,
+    /// The tool's `taskSupport` is `required` and the call carries no task.
     BlockTaskRequired,
+    /// The tool's `taskSupport` is `forbidden` and the call asks for a task.
     BlockTaskForbidden,
     // shared by create, cancel and list
+    /// The session did not negotiate the capability the request needs.
     BlockCapability,
     // transition (worker or sweeper write)
+    /// The write is legal at the expected version: the status changes and the version bumps.
     ApplyTransition,
+    /// The task already holds this same terminal status: nothing changes.
     IdempotentTerminal,
+    /// The writer's expected version is not the stored one.
     BlockStaleVersion,
+    /// The task is terminal and the write asks for another status: the latch holds.
     BlockTerminalRewrite,
+    /// The status table forbids this step (e.g. `working` → `working`).
     BlockIllegalTransition,
     // shared by transition, read and cancel
+    /// The task has expired (`now_ms >= expires_at_ms`).
     BlockExpired,
+    /// The task belongs to another caller; indistinguishable from not found on the wire.
     BlockAuth,
+    /// No task with this id.
     BlockNotFound,
     // read / cancel
+    /// `tasks/get`: the task as stored.
     ReturnStatus,
+    /// `tasks/result` on a `working` task: wait for a terminal status.
     WaitTerminal,
+    /// `tasks/result` on an `input_required` task: wait until it ends.
     WaitInput,
+    /// `tasks/result` on a `completed` or `failed` task: its stored result or error.
     ReturnResult,
+    /// `tasks/result` on a `cancelled` task: the cancelled error.
     ReturnCancelled,
+    /// `tasks/cancel` on a live task: it becomes `cancelled`.
     ApplyCancel,
+    /// `tasks/cancel` on a terminal task: refused, nothing changes.
     AlreadyTerminal,
     // list
+    /// `tasks/list`: a page of the caller's own unexpired tasks.
     ListTenantFiltered,
+    /// The list cursor is not one this server issued to this caller (edited, foreign or garbage).
     BlockBadCursor,
 }
 
@@ -54,6 +78,7 @@ pub enum Surface {
 }
 
 impl Surface {
+    /// Every surface, in declaration order.
     pub const ALL: [Surface; 4] = [
         Surface::Create,
         Surface::Transition,
@@ -61,6 +86,7 @@ impl Surface {
         Surface::List,
     ];
 
+    /// The lower-case name used in fixtures and reports (`"create"`, …).
     pub const fn as_str(self) -> &'static str {
         match self {
             Surface::Create => "create",

@@ -25,6 +25,7 @@ use std::fmt::Write as _;
 pub struct RequestDigest(String);
 
 impl RequestDigest {
+    /// The digest as stored and compared: `sha256:` and 64 lower-case hex digits.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -17,13 +17,17 @@ use crate::mutants::{Mutant, on};
 /// A `tools/call` as the contract sees it.
 #[derive(Clone, Copy, Debug)]
 pub struct CreateRequest<'a> {
+    /// The authorization key of the requestor; the task is bound to it.
     pub caller: &'a str,
+    /// What this session negotiated.
     pub negotiated: Negotiated,
     /// `execution.taskSupport` of the named tool (absent or unknown tool: forbidden).
     pub task_support: TaskSupport,
     /// The request carried a `task` param.
     pub task_requested: bool,
+    /// The caller's idempotency key, if the request carried one; scoped to `caller`.
     pub idempotency_key: Option<&'a str>,
+    /// Digest of the request (tool name and arguments), compared on replay.
     pub digest: &'a RequestDigest,
 }
 
@@ -135,7 +139,9 @@ pub(crate) fn latched(status: TaskStatus) -> bool {
 pub struct TransitionRequest<'a> {
     /// The authorization key the write acts for (a worker carries the task's own).
     pub caller: &'a str,
+    /// The record version the writer read; the write applies only at this version.
     pub expected_version: u64,
+    /// The status to move to.
     pub next: TaskStatus,
 }
 
@@ -239,11 +245,14 @@ pub fn guard_list(negotiated: Negotiated, cursor: CursorCheck) -> Decision {
 /// Where a page ends: keyset position `(created_at_ms, task_id)`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ListPosition {
+    /// `created_at_ms` of the last task of the page (ms since the Unix epoch).
     pub created_at_ms: u64,
+    /// Id of the last task of the page; breaks ties between equal creation times.
     pub task_id: String,
 }
 
 impl ListPosition {
+    /// The position just after `record`: the next page starts strictly beyond it.
     pub fn of(record: &TaskRecord) -> ListPosition {
         ListPosition {
             created_at_ms: record.created_at_ms,

@@ -32,9 +32,12 @@ impl Negotiated {
 )]
 #[serde(rename_all = "snake_case")]
 pub enum TaskSupport {
+    /// The tool must be called without a `task` (the default when absent).
     #[default]
     Forbidden,
+    /// The caller chooses: plain `tools/call` or a task.
     Optional,
+    /// The tool must be called as a task; a plain call is refused.
     Required,
 }
 
@@ -44,6 +47,7 @@ impl TaskSupport {
         value.unwrap_or_default()
     }
 
+    /// The wire string (`"forbidden"`, `"optional"`, `"required"`).
     pub const fn as_str(self) -> &'static str {
         match self {
             TaskSupport::Forbidden => "forbidden",

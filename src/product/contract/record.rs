@@ -11,11 +11,17 @@ use serde_json::Value;
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TaskOutcome {
     /// The wrapped request's own result (a `CallToolResult`, `isError` included).
-    Result { result: Value },
+    Result {
+        /// The `CallToolResult` as the tool returned it.
+        result: Value,
+    },
     /// The wrapped request failed with a JSON-RPC error; `tasks/result` returns that error.
     RpcError {
+        /// The JSON-RPC error code.
         code: i64,
+        /// The JSON-RPC error message.
         message: String,
+        /// The JSON-RPC error's `data`, if it had one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         data: Option<Value>,
     },
@@ -32,21 +38,29 @@ pub struct TaskRecord {
     pub method: String,
     /// The tool the request names.
     pub tool_name: String,
+    /// Digest of the wrapped request; an idempotent replay must match it.
     pub request_digest: RequestDigest,
     /// `_meta["dev.tasklatch/idempotency-key"]`; `None` means no deduplication.
     pub idempotency_key: Option<String>,
+    /// The current status; once terminal, latched.
     pub status: TaskStatus,
     /// Starts at 1; exactly +1 per applied change.
     pub version: u64,
+    /// Admission time, ms since the Unix epoch (the spec's `createdAt`).
     pub created_at_ms: u64,
+    /// Time of the last applied change, ms since the Unix epoch; never runs backwards.
     pub updated_at_ms: u64,
     /// `None`: never expires (`ttl: null`).
     pub expires_at_ms: Option<u64>,
+    /// The granted lifetime from creation, in ms (the spec's `ttl`); `None`: unlimited.
     pub ttl_ms: Option<u64>,
+    /// Suggested delay between `tasks/get` polls, in ms (`pollInterval`); `None`: no hint.
     pub poll_interval_ms: Option<u64>,
     /// Set together with `status = cancelled`, so a worker can stop early.
     pub cancel_requested: bool,
+    /// What `tasks/result` replays; `Some` only on `completed` and `failed`.
     pub outcome: Option<TaskOutcome>,
+    /// Human-readable note on the current status (the spec's `statusMessage`), if any.
     pub status_message: Option<String>,
     /// Ties audit log lines of one task together (creation, dispatch, completion).
     pub correlation_id: String,
@@ -55,15 +69,25 @@ pub struct TaskRecord {
 /// The inputs to admit a new task. Time and ids are arguments: the contract draws neither.
 #[derive(Clone, Debug)]
 pub struct Admission {
+    /// The new task's id, drawn by the caller (non-empty; see [`TaskRecord::task_id`]).
     pub task_id: String,
+    /// The authorization context the task is bound to (non-empty).
     pub auth_key: String,
+    /// The wrapped request's method (`tools/call`).
     pub method: String,
+    /// The tool the request names.
     pub tool_name: String,
+    /// Digest of the wrapped request.
     pub request_digest: RequestDigest,
+    /// The caller's idempotency key, if any.
     pub idempotency_key: Option<String>,
+    /// Admission time, ms since the Unix epoch; becomes `created_at_ms`.
     pub now_ms: u64,
+    /// Granted lifetime in ms, counted from `now_ms`; `None`: never expires.
     pub ttl_ms: Option<u64>,
+    /// Suggested poll interval in ms; `None`: no hint.
     pub poll_interval_ms: Option<u64>,
+    /// Id tying the task's audit lines together.
     pub correlation_id: String,
 }
 

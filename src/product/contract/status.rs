@@ -6,10 +6,15 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
+    /// `working`: admitted and being processed; the initial status.
     Working,
+    /// `input_required`: waiting for the requestor to answer an elicitation.
     InputRequired,
+    /// `completed` (terminal): the tool returned; `tasks/result` serves its result.
     Completed,
+    /// `failed` (terminal): execution failed; `tasks/result` serves the error.
     Failed,
+    /// `cancelled` (terminal): stopped by `tasks/cancel` before it finished.
     Cancelled,
 }
 

@@ -54,6 +54,8 @@ impl Tokens {
         Tokens::parse(path, &text)
     }
 
+    /// Parses a tokens file's `text` (`path` only names it in errors). Tokens are at least
+    /// 8 characters; authorization keys 1 to 256 bytes.
     pub fn parse(path: &Path, text: &str) -> Result<Tokens, String> {
         #[derive(serde::Deserialize)]
         #[serde(deny_unknown_fields)]
@@ -83,6 +85,7 @@ impl Tokens {
         Ok(tokens)
     }
 
+    /// Accepts `token` as a bearer token for `auth_key`; only its SHA-256 is kept.
     pub fn insert(&mut self, token: &str, auth_key: &str) {
         self.by_digest.insert(
             sha2::Sha256::digest(token.as_bytes()).into(),
@@ -99,9 +102,11 @@ impl Tokens {
 /// Transport settings.
 #[derive(Clone, Debug)]
 pub struct HttpConfig {
+    /// The bearer tokens accepted, each naming its caller's authorization key.
     pub tokens: Tokens,
     /// Origins allowed besides loopback ones (`https://app.example.com`).
     pub allowed_origins: Vec<String>,
+    /// Largest request body accepted, in bytes.
     pub body_bytes_max: usize,
     /// Sessions open at once (see [`SESSIONS_MAX`]).
     pub sessions_max: usize,

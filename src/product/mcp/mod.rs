@@ -55,7 +55,9 @@ use std::sync::Arc;
 /// A server and the runtime that runs its tasks, wired together: the runtime's status
 /// changes wake blocked `tasks/result` calls and become notifications.
 pub struct Assembly {
+    /// The request handler to give the transports.
     pub server: Arc<Server>,
+    /// The runtime that dispatches and runs admitted tasks; start it to run anything.
     pub runtime: Arc<Runtime>,
 }
 

@@ -22,7 +22,9 @@ pub const STORE_UNAVAILABLE: &str = "Internal error: the task store is unavailab
 /// Server-wide settings.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
+    /// `serverInfo.name` in the `initialize` answer.
     pub name: String,
+    /// `serverInfo.version` in the `initialize` answer.
     pub version: String,
     /// TTL of a task whose request names none; `None`: unlimited.
     pub ttl_ms_default: Option<u64>,
@@ -69,6 +71,7 @@ pub struct Session {
     pub id: String,
     /// The authorization context tasks are bound to.
     pub auth_key: String,
+    /// The task capabilities this session is offered.
     pub negotiated: Negotiated,
     /// From the `Idempotency-Key` header of the HTTP request being handled, if any.
     pub idempotency_header: Option<String>,
@@ -88,9 +91,13 @@ struct ProgressWatch {
 
 /// The handler shared by every session and transport.
 pub struct Server {
+    /// Where tasks live; every decision is the store's.
     pub store: Arc<dyn TaskStore>,
+    /// The tools `tools/list` shows and `tools/call` runs.
     pub tools: Arc<dyn Catalog>,
+    /// Clock and randomness (transports draw session ids from it).
     pub env: Arc<dyn Env>,
+    /// The settings the server was built with.
     pub config: ServerConfig,
     specs: Vec<ToolSpec>,
     /// Woken on every status change this process applies.
@@ -100,6 +107,7 @@ pub struct Server {
 }
 
 impl Server {
+    /// A server over `store` serving `tools`; it reads the tool specs once, here.
     pub fn new(
         store: Arc<dyn TaskStore>,
         tools: Arc<dyn Catalog>,
@@ -129,6 +137,7 @@ impl Server {
         );
     }
 
+    /// Forgets a closed session: its notification route and its progress watches.
     pub fn unsubscribe(&self, session_id: &str) {
         self.subscribers
             .lock()

@@ -23,13 +23,18 @@ use std::sync::Arc;
 /// One tool as `tools/list` shows it.
 #[derive(Clone, Debug)]
 pub struct ToolSpec {
+    /// The name `tools/call` uses.
     pub name: &'static str,
+    /// What the tool does, for the model and the user.
     pub description: &'static str,
+    /// JSON Schema of the arguments object.
     pub input_schema: Value,
+    /// Whether the tool may, must or must not run as a task.
     pub task_support: TaskSupport,
 }
 
 impl ToolSpec {
+    /// The `Tool` object of a `tools/list` answer.
     pub fn to_json(&self) -> Value {
         json!({
             "name": self.name,
@@ -44,6 +49,7 @@ impl ToolSpec {
 /// anything is admitted, and how a tool runs when called without a task. (Tasks run in
 /// the runtime's workers, through [`crate::runtime::Tools`].)
 pub trait Catalog: Send + Sync {
+    /// Every tool offered, in `tools/list` order; read once when the server is built.
     fn specs(&self) -> Vec<ToolSpec>;
     /// Checks a call's arguments; the error names the argument.
     fn validate(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), RpcError>;
@@ -62,10 +68,11 @@ pub const EXPORT_DELAY_MS_MAX: u64 = 600_000;
 const EXPORT_SLICE_MS: u64 = 100;
 
 /// The example tools, over the exports folder and the store (to see cancellations).
-pub struct ExampleTools {
-    pub exports: PathBuf,
-    pub store: Arc<dyn TaskStore>,
-    pub env: Arc<dyn Env>,
+pub(crate) struct ExampleTools {
+    /// Folder the export files are committed to.
+    pub(crate) exports: PathBuf,
+    pub(crate) store: Arc<dyn TaskStore>,
+    pub(crate) env: Arc<dyn Env>,
 }
 
 impl Catalog for ExampleTools {

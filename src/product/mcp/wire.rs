@@ -25,22 +25,31 @@ pub const IDEMPOTENCY_KEY: &str = "dev.tasklatch/idempotency-key";
 
 /// The JSON-RPC error codes the tasks spec names.
 pub mod code {
+    /// The message is not valid JSON.
     pub const PARSE_ERROR: i64 = -32700;
+    /// Valid JSON, but not a JSON-RPC request; also a task asked of a session without it.
     pub const INVALID_REQUEST: i64 = -32600;
+    /// Unknown method, a capability not offered for cancel or list, or a task support refusal.
     pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Bad params, an unknown or foreign task, an idempotency collision, a bad cursor.
     pub const INVALID_PARAMS: i64 = -32602;
+    /// The store failed, or a `tasks/result` of a cancelled task.
     pub const INTERNAL_ERROR: i64 = -32603;
 }
 
 /// A JSON-RPC error object.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RpcError {
+    /// The error code (see [`code`]).
     pub code: i64,
+    /// The human-readable message.
     pub message: String,
+    /// Extra detail for the client; omitted from the wire when `None`.
     pub data: Option<Value>,
 }
 
 impl RpcError {
+    /// An error without `data`.
     pub fn new(code: i64, message: impl Into<String>) -> RpcError {
         RpcError {
             code,
@@ -49,15 +58,18 @@ impl RpcError {
         }
     }
 
+    /// The same error carrying `data`.
     pub fn with_data(mut self, data: Value) -> RpcError {
         self.data = Some(data);
         self
     }
 
+    /// A `-32602` with this message.
     pub fn invalid_params(message: impl Into<String>) -> RpcError {
         RpcError::new(code::INVALID_PARAMS, message)
     }
 
+    /// The error object as it goes in a response's `error`.
     pub fn to_json(&self) -> Value {
         let mut error = Map::new();
         error.insert("code".into(), Value::from(self.code));
@@ -72,14 +84,20 @@ impl RpcError {
 /// One parsed incoming message.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Incoming {
+    /// A request: it gets exactly one response, with this `id`.
     Request {
+        /// The request id (string or number), echoed in the response.
         id: Value,
+        /// The JSON-RPC method (`tools/call`, `tasks/get`, …).
         method: String,
         /// Always an object (absent params read as `{}`).
         params: Map<String, Value>,
     },
+    /// A notification: no `id`, never answered.
     Notification {
+        /// The notification method (`notifications/initialized`, …).
         method: String,
+        /// Always an object (absent params read as `{}`).
         params: Map<String, Value>,
     },
     /// A response to a request this server sent; tasklatch sends none, so it is ignored.
@@ -189,10 +207,12 @@ pub fn classify(value: Value) -> Result<Incoming, Value> {
 // The envelopes below are built as maps, not with `json!`: `json!` serialises an embedded
 // `Value` into a fresh copy, and a result can be a whole list page. Same values.
 
+/// A success response to request `id`.
 pub fn response(id: &Value, result: Value) -> Value {
     envelope(id, "result", result)
 }
 
+/// An error response to request `id` (`null` when the id could not be read).
 pub fn error_response(id: &Value, error: &RpcError) -> Value {
     envelope(id, "error", error.to_json())
 }
@@ -205,6 +225,7 @@ fn envelope(id: &Value, key: &str, body: Value) -> Value {
     Value::Object(message)
 }
 
+/// A notification message (no id) with these params.
 pub fn notification(method: &str, params: Value) -> Value {
     json!({ "jsonrpc": "2.0", "method": method, "params": params })
 }

@@ -58,6 +58,7 @@ impl<'de> serde::Deserialize<'de> for Point {
 }
 
 impl Point {
+    /// Every point, in the order a task passes them.
     pub const ALL: [Point; 5] = [
         Point::AfterOutboxClaim,
         Point::AfterPublish,
@@ -77,6 +78,7 @@ impl Point {
             })
     }
 
+    /// The kebab-case name scenario files and the command line use (`"after-effect"`, …).
     pub const fn name(self) -> &'static str {
         match self {
             Point::AfterOutboxClaim => "after-outbox-claim",
@@ -91,6 +93,7 @@ impl Point {
 /// Observes the runtime passing a [`Point`]. In production it does nothing; the
 /// simulation awaits there (an await is where madsim can kill a node) or crashes.
 pub trait Probe: Send + Sync {
+    /// Called as the runtime passes `point` for `task_id`; the runtime awaits the future.
     fn at(&self, point: Point, task_id: &str) -> BoxFuture<'static, ()>;
 
     /// Notes that something worth counting happened (e.g. `duplicate-absorbed`); the
@@ -111,7 +114,9 @@ impl Probe for NoProbe {
 /// One tool invocation for a task.
 #[derive(Clone, Debug)]
 pub struct Invocation {
+    /// The task as the worker read it (its version is the one the completion will expect).
     pub task: TaskRecord,
+    /// The `tools/call` the task wraps.
     pub request: WrappedRequest,
 }
 
@@ -128,12 +133,14 @@ pub enum ToolStep {
 /// Runs tools: the side effect. Must be idempotent per task id (a task may be delivered
 /// again after a crash between its effect and its completion write).
 pub trait Tools: Send + Sync {
+    /// Runs the tool the invocation names, to its outcome or to a request for input.
     fn run(&self, invocation: Invocation) -> BoxFuture<'static, ToolStep>;
 }
 
 /// Told of every status change the runtime applies, with the record after it: where a
 /// server sends `notifications/tasks/status`. It must never be the only copy of anything.
 pub trait Notify: Send + Sync {
+    /// `record` is the task just after the change; called after the store applied it.
     fn status_changed(&self, record: &TaskRecord);
 }
 
@@ -157,8 +164,9 @@ pub struct RuntimeConfig {
     pub idle_ms: u64,
     /// Entries the dispatcher claims per round.
     pub dispatch_batch: usize,
-    /// Sweeper period and batch.
+    /// Time between two sweeper rounds.
     pub sweep_every_ms: u64,
+    /// Expired tasks deleted per sweeper round, at most (expired outbox leases are all freed).
     pub sweep_batch: usize,
     /// Delay before a message whose task changed under the worker is tried again.
     pub retry_after_ms: u64,
@@ -181,25 +189,30 @@ impl Default for RuntimeConfig {
 /// Counters a runtime keeps (monotonic; for tests, benchmarks and the simulation's marks).
 #[derive(Debug, Default)]
 pub struct Counters {
+    /// Messages the dispatcher published to the queue (republications included).
     pub published: AtomicU64,
+    /// Tool runs workers finished (a redelivered task may run again).
     pub effects_run: AtomicU64,
+    /// Completion writes the store applied.
     pub completions_applied: AtomicU64,
     /// Deliveries whose task was already terminal (duplicates absorbed).
     pub duplicates_absorbed: AtomicU64,
     /// Completion writes the store refused as stale or as a terminal rewrite.
     pub writes_refused: AtomicU64,
+    /// Loop steps that failed on a store error (the loop backs off and tries again).
     pub store_errors: AtomicU64,
 }
 
 /// The runtime: store, queue, tools and environment, and the loops over them.
 pub struct Runtime {
-    pub store: Arc<dyn TaskStore>,
-    pub queue: Arc<dyn Queue>,
-    pub tools: Arc<dyn Tools>,
-    pub env: Arc<dyn Env>,
-    pub probe: Arc<dyn Probe>,
-    pub notify: Arc<dyn Notify>,
-    pub config: RuntimeConfig,
+    store: Arc<dyn TaskStore>,
+    queue: Arc<dyn Queue>,
+    tools: Arc<dyn Tools>,
+    env: Arc<dyn Env>,
+    probe: Arc<dyn Probe>,
+    notify: Arc<dyn Notify>,
+    config: RuntimeConfig,
+    /// What the loops have done so far.
     pub counters: Counters,
     shutdown: AtomicBool,
 }
@@ -207,6 +220,7 @@ pub struct Runtime {
 /// What one worker step did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WorkStep {
+    /// No message was due: nothing happened.
     Idle,
     /// The task was terminal, gone or expired: acknowledged without running anything.
     Absorbed,
@@ -217,6 +231,7 @@ pub enum WorkStep {
 }
 
 impl Runtime {
+    /// A runtime over these parts; nothing runs until [`Runtime::start`] (or a `run_*` loop).
     pub fn new(
         store: Arc<dyn TaskStore>,
         queue: Arc<dyn Queue>,
@@ -244,6 +259,7 @@ impl Runtime {
         self.shutdown.store(true, Ordering::SeqCst);
     }
 
+    /// Whether [`Runtime::shut_down`] was called; loops check it between steps.
     pub fn is_shut_down(&self) -> bool {
         self.shutdown.load(Ordering::SeqCst)
     }

@@ -14,8 +14,11 @@ use std::collections::BTreeMap;
 /// What the dispatcher publishes for a task.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Message {
+    /// The task to run.
     pub task_id: String,
+    /// The task's authorization key; the worker's completion write acts for it.
     pub auth_key: String,
+    /// The `tools/call` the task wraps.
     pub request: WrappedRequest,
     /// The outbox attempt that published it: the worker acks the outbox entry with it.
     pub outbox_attempt: u32,
@@ -24,23 +27,30 @@ pub struct Message {
 /// Names one delivery of one message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Receipt {
+    /// The message's number in this queue, unique per publication.
     pub sequence: u64,
+    /// Which delivery of that message, from 1; a redelivery invalidates older receipts.
     pub delivery: u32,
 }
 
 /// A message handed to a consumer under a lease.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Delivery {
+    /// The message delivered.
     pub message: Message,
+    /// What acks or nacks this delivery (and no other).
     pub receipt: Receipt,
 }
 
+/// Why a queue operation failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum QueueError {
     /// The queue is at capacity: publish later (the outbox keeps the entry).
     Full {
+        /// The queue's bound, in messages.
         capacity: usize,
     },
+    /// A thread panicked holding the queue's lock; the queue is unusable.
     Poisoned,
 }
 
@@ -57,6 +67,7 @@ impl std::error::Error for QueueError {}
 
 /// The queue port.
 pub trait Queue: Send + Sync {
+    /// Adds a message, visible at once; [`QueueError::Full`] at capacity.
     fn publish(&self, message: Message, now_ms: u64) -> Result<(), QueueError>;
     /// The oldest visible message, leased until `now_ms + lease_ms`.
     fn receive(&self, now_ms: u64, lease_ms: u64) -> Result<Option<Delivery>, QueueError>;
@@ -66,6 +77,7 @@ pub trait Queue: Send + Sync {
     fn nack(&self, receipt: Receipt, visible_at_ms: u64) -> Result<bool, QueueError>;
     /// Messages held (visible or leased).
     fn len(&self) -> Result<usize, QueueError>;
+    /// No message held, visible or leased.
     fn is_empty(&self) -> Result<bool, QueueError> {
         Ok(self.len()? == 0)
     }
@@ -93,6 +105,7 @@ pub struct MemoryQueue {
 pub const QUEUE_CAPACITY_DEFAULT: usize = 10_000;
 
 impl MemoryQueue {
+    /// An empty queue holding at most `capacity` messages (at least 1).
     pub fn new(capacity: usize) -> MemoryQueue {
         assert!(capacity > 0, "a queue needs room for one message");
         MemoryQueue {

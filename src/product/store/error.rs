@@ -3,27 +3,51 @@
 
 use std::fmt;
 
+/// Why a store operation failed; nothing was changed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StoreError {
     /// The store URL does not parse or names an unsupported store.
-    Url { url: String, reason: String },
+    Url {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The database could not be opened or connected to.
-    Open { target: String, cause: String },
+    Open {
+        /// The file or server tried (never with a password).
+        target: String,
+        /// The driver's error.
+        cause: String,
+    },
     /// The database was written by a newer tasklatch.
-    SchemaTooNew { found: i64, supported: i64 },
+    SchemaTooNew {
+        /// The database's schema version.
+        found: i64,
+        /// The newest schema version this build reads.
+        supported: i64,
+    },
     /// A stored row does not decode; names the task and the column.
     Corrupt {
+        /// The task whose row is corrupted.
         task_id: String,
+        /// The column that does not decode.
         column: &'static str,
+        /// What is wrong with the value.
         detail: String,
     },
     /// A command that breaks a precondition (e.g. an outcome with a live status).
     Invalid(String),
     /// An import or insert of a task id that exists.
-    Duplicate { task_id: String },
+    Duplicate {
+        /// The id that exists already.
+        task_id: String,
+    },
     /// The database refused or failed an operation.
     Backend {
+        /// What was attempted, as a verb phrase (`"draw a cursor secret"`).
         operation: &'static str,
+        /// The driver's error.
         cause: String,
     },
     /// The store's enforcement and the contract disagree: a bug, reported, not hidden.

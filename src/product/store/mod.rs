@@ -54,24 +54,36 @@ use serde_json::Value;
 /// store draws no randomness) and used only if a new task is admitted.
 #[derive(Clone, Debug)]
 pub struct CreateCommand {
+    /// The requestor's authorization key; a new task is bound to it.
     pub caller: String,
+    /// What the requestor's session negotiated.
     pub negotiated: Negotiated,
+    /// `execution.taskSupport` of the named tool.
     pub task_support: TaskSupport,
+    /// The call carried a `task` param (asks to run as a task).
     pub task_requested: bool,
+    /// The caller's idempotency key; `None`: every call admits a new task.
     pub idempotency_key: Option<String>,
     /// The wrapped request; the digest is computed from it.
     pub request: WrappedRequest,
+    /// Lifetime of a new task in ms, already clamped by the server; `None`: unlimited.
     pub ttl_ms: Option<u64>,
+    /// `pollInterval` a new task suggests, in ms.
     pub poll_interval_ms: Option<u64>,
+    /// Id of the task if one is admitted (≥128 random bits).
     pub task_id: String,
+    /// Correlation id of the task if one is admitted.
     pub correlation_id: String,
+    /// The time of the call, ms since the Unix epoch.
     pub now_ms: u64,
 }
 
 /// The request a task wraps, as its outbox entry carries it to a worker.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WrappedRequest {
+    /// The JSON-RPC method (`tools/call`).
     pub method: String,
+    /// The tool called.
     pub name: String,
     /// Absent and `null` are different requests (their digests differ), so a stored
     /// `null` reads back as `Some(Value::Null)`, never as absent.
@@ -92,6 +104,7 @@ fn present_even_if_null<'de, D: serde::Deserializer<'de>>(
 }
 
 impl WrappedRequest {
+    /// The request digest an idempotent replay is compared by (method, name, arguments).
     pub fn digest(&self) -> RequestDigest {
         crate::contract::request_digest(&self.method, &self.name, self.arguments.as_ref())
     }
@@ -133,17 +146,24 @@ impl CreateCommand {
 /// A worker's or the sweeper's write.
 #[derive(Clone, Debug)]
 pub struct TransitionCommand {
+    /// The task to change.
     pub task_id: String,
+    /// The authorization key the write acts for (a worker carries the task's own).
     pub caller: String,
+    /// The version the writer read; the write applies only if it is still current.
     pub expected_version: u64,
+    /// The status to move to.
     pub next: TaskStatus,
     /// The outcome to store with a terminal status (`None` for `working`/`input_required`).
     pub outcome: Option<TaskOutcome>,
+    /// The new `statusMessage`; `None` keeps the stored one.
     pub status_message: Option<String>,
+    /// The time of the write, ms since the Unix epoch.
     pub now_ms: u64,
 }
 
 impl TransitionCommand {
+    /// The contract's view of this command.
     pub fn contract_request(&self) -> crate::contract::TransitionRequest<'_> {
         crate::contract::TransitionRequest {
             caller: &self.caller,
@@ -156,6 +176,7 @@ impl TransitionCommand {
 /// A store's answer: the decision, and the record when the caller may see it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Answer {
+    /// The contract's verdict on the operation.
     pub decision: Decision,
     /// The record after the operation. `None` when the task does not exist or is not the
     /// caller's (nothing about it may leak), and for decisions that concern no task.
@@ -173,6 +194,7 @@ impl Answer {
         Answer { decision, record }
     }
 
+    /// An answer that carries no record (the decision concerns no visible task).
     pub fn bare(decision: Decision) -> Answer {
         Answer {
             decision,
@@ -184,11 +206,15 @@ impl Answer {
 /// A `tasks/list` request.
 #[derive(Clone, Debug)]
 pub struct ListQuery {
+    /// What the caller's session negotiated (`tasks.list` must be on).
     pub negotiated: Negotiated,
+    /// The caller's authorization key: only its own tasks are listed.
     pub caller: String,
+    /// The previous page's `next_cursor`; `None`: the first page.
     pub cursor: Option<String>,
     /// Page size, at least 1 and at most [`LIST_LIMIT_MAX`].
     pub limit: usize,
+    /// The time of the request, ms since the Unix epoch (expired tasks are not listed).
     pub now_ms: u64,
 }
 
@@ -198,7 +224,9 @@ pub const LIST_LIMIT_MAX: usize = 1_000;
 /// One page of the caller's tasks.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ListPage {
+    /// `LIST_TENANT_FILTERED`, or the refusal (`BLOCK_CAPABILITY`, `BLOCK_BAD_CURSOR`).
     pub decision: Decision,
+    /// The page, ordered by `(created_at_ms, task_id)`; empty on a refusal.
     pub tasks: Vec<TaskRecord>,
     /// Present when more tasks follow; opaque and bound to the caller.
     pub next_cursor: Option<String>,
@@ -207,15 +235,20 @@ pub struct ListPage {
 /// An outbox entry claimed by a worker under a lease.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OutboxClaim {
+    /// The task the entry dispatches.
     pub task_id: String,
+    /// The task's authorization key.
     pub auth_key: String,
+    /// The `tools/call` the task wraps.
     pub request: WrappedRequest,
     /// 1 for the first delivery, +1 per redelivery. Only this attempt may ack.
     pub attempt: u32,
+    /// When the lease lapses (ms since the Unix epoch) and the entry may be claimed again.
     pub lease_expires_at_ms: u64,
     /// The task's version and status when claimed: the completion write expects this
     /// version, so a worker whose lease was overtaken cannot overwrite newer state.
     pub task_version: u64,
+    /// See `task_version`; a terminal status means the entry only needs retiring.
     pub task_status: TaskStatus,
 }
 

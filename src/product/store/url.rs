@@ -8,7 +8,9 @@ use std::path::PathBuf;
 /// A parsed store address.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StoreUrl {
+    /// `memory:`: in-process, lost on exit.
     Memory,
+    /// `sqlite:PATH…`: a SQLite file.
     Sqlite(SqliteOptions),
     /// Passed to the driver as written.
     Postgres(String),
@@ -17,6 +19,7 @@ pub enum StoreUrl {
 /// Where and how to open a SQLite store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SqliteOptions {
+    /// The database file; created with its schema if absent.
     pub path: PathBuf,
     /// `full` (default) survives power loss; `normal` survives process crashes only.
     pub synchronous: Synchronous,
@@ -25,6 +28,7 @@ pub struct SqliteOptions {
 }
 
 impl SqliteOptions {
+    /// `path` with the defaults: `synchronous=full`, a busy timeout of 10 s.
     pub fn new(path: impl Into<PathBuf>) -> SqliteOptions {
         SqliteOptions {
             path: path.into(),
@@ -39,6 +43,8 @@ pub const BUSY_TIMEOUT_MS_DEFAULT: u64 = 10_000;
 const BUSY_TIMEOUT_MS_MAX: u64 = 600_000;
 
 impl StoreUrl {
+    /// Parses `memory:`, `sqlite:PATH[?synchronous=full|normal&busy_timeout_ms=N]` or a
+    /// `postgres://`/`postgresql://` URL; anything else is [`StoreError::Url`].
     pub fn parse(url: &str) -> Result<StoreUrl, StoreError> {
         let bad = |reason: String| StoreError::Url {
             url: url.to_owned(),
