@@ -51,9 +51,13 @@ impl Default for BenchConfig {
 /// One workload on one adapter.
 #[derive(Clone, Debug)]
 pub struct BenchRow {
+    /// The adapter measured (`sqlite`, `postgres`).
     pub adapter: String,
+    /// The workload: `"create+complete"` or `"contended transitions"`.
     pub workload: &'static str,
+    /// Median store operations per second.
     pub store_ops_per_s: f64,
+    /// Median bare UPDATEs per second through the same driver.
     pub bare_ops_per_s: f64,
     /// The same rows written by hand (create+complete only).
     pub same_writes_ops_per_s: Option<f64>,
@@ -63,6 +67,7 @@ pub struct BenchRow {
 }
 
 impl BenchRow {
+    /// Store throughput as a fraction of bare throughput (1.0: no overhead).
     pub fn ratio(&self) -> f64 {
         self.store_ops_per_s / self.bare_ops_per_s
     }
@@ -70,7 +75,9 @@ impl BenchRow {
 
 /// A database the bench can open store connections and bare connections to.
 pub trait BenchTarget: Sync {
+    /// The adapter's name, as the report shows it.
     fn name(&self) -> String;
+    /// A store on the database, schema created.
     fn store(&self) -> Result<Box<dyn TaskStore>, StoreError>;
     /// A bare connection with a `bench_rows(id, v)` table of `rows` rows.
     fn bare(&self, rows: usize) -> Result<Box<dyn BareUpdate>, StoreError>;
@@ -336,6 +343,7 @@ pub fn render(rows: &[BenchRow], config: &BenchConfig) -> String {
 
 /// A SQLite file measured with the adapter and with bare rusqlite.
 pub struct SqliteTarget {
+    /// Where the SQLite file is and how the adapter opens it.
     pub options: SqliteOptions,
 }
 
@@ -436,7 +444,9 @@ impl BenchTarget for SqliteTarget {
 /// A PostgreSQL database measured with the adapter and with the bare `postgres` client.
 #[cfg(feature = "postgres")]
 pub struct PostgresTarget {
+    /// The PostgreSQL connection URL.
     pub url: String,
+    /// The schema the bench creates its tables in: its own, so it touches no other data.
     pub schema: String,
 }
 

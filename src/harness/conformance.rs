@@ -46,15 +46,20 @@ use std::path::Path;
 
 /// One named check. `run` returns a one-line summary on success, the failure otherwise.
 pub struct Check {
+    /// The check's name (`idempotent_creation`, …), as reports show it.
     pub name: &'static str,
+    /// Runs the check against stores from the factory.
     pub run: fn(&dyn StoreFactory) -> Result<String, String>,
 }
 
 /// The result of one check against one store.
 #[derive(Clone, Debug)]
 pub struct CheckOutcome {
+    /// The check's name ([`Check::name`]).
     pub name: &'static str,
+    /// Whether the store passed.
     pub passed: bool,
+    /// The one-line summary on success; the failure otherwise.
     pub detail: String,
 }
 
@@ -259,6 +264,7 @@ fn create_ok(
 
 /// Drives one fixture case through a fresh store.
 pub struct StoreEvaluator<'f> {
+    /// Opens the fresh store each case runs on.
     pub factory: &'f dyn StoreFactory,
 }
 
@@ -1135,7 +1141,7 @@ fn import_is_all_or_nothing(factory: &dyn StoreFactory) -> Result<String, String
 // ---------------------------------------------------------------------------------------
 
 /// The first field in which `got` differs from `expected`, named with both values.
-pub fn record_diff(expected: &TaskRecord, got: &TaskRecord) -> Option<String> {
+fn record_diff(expected: &TaskRecord, got: &TaskRecord) -> Option<String> {
     // Destructured, so a field added to `TaskRecord` must be added here too.
     let TaskRecord {
         task_id,
@@ -1283,7 +1289,7 @@ fn every_view(
 
 /// Arguments that punish a lossy encoding: nesting, nulls beside absent keys, unicode,
 /// escapes, integers beyond 2^53 and at the edges of i64/u64, floats, a long string.
-pub fn hostile_arguments() -> Value {
+fn hostile_arguments() -> Value {
     let mut deep = json!({ "bottom": [null, 0, "", {}] });
     for level in 0..40 {
         deep = json!({ format!("level{level}"): deep, "null_here": null });

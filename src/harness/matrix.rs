@@ -36,6 +36,7 @@ pub enum Engine {
 }
 
 impl Engine {
+    /// Every engine, in column order.
     pub const ALL: [Engine; 5] = [
         Engine::Fixture,
         Engine::Conformance,
@@ -44,6 +45,7 @@ impl Engine {
         Engine::Loom,
     ];
 
+    /// The engine's name (`fixture`, `conformance`, …), as columns and `--engine` name it.
     pub fn name(self) -> &'static str {
         match self {
             Engine::Fixture => "fixture",
@@ -79,10 +81,12 @@ impl Engine {
 /// One cell.
 #[derive(Clone, Debug)]
 pub struct Cell {
+    /// The engine reported a failure with the row's mutant on.
     pub killed: bool,
     /// Units of budget spent: up to and including the first failure when killed, all of
     /// it otherwise.
     pub spent: u64,
+    /// Wall-clock time the engine took.
     pub elapsed: Duration,
     /// The first failure, in one line (empty when it survived).
     pub detail: String,
@@ -103,6 +107,7 @@ impl Cell {
 /// A column: an engine, on one store when the engine drives a store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Column {
+    /// The engine run.
     pub engine: Engine,
     /// The store's name (`memory`, `sqlite`, `postgres`); `None` for the fixture (the pure
     /// contract) and loom (the memory store's own source, compiled against loom).
@@ -122,11 +127,14 @@ impl Column {
 /// A row: `None` for the unmutated build.
 #[derive(Clone, Debug)]
 pub struct Row {
+    /// The mutant on; `None` for the unmutated build.
     pub mutant: Option<Mutant>,
+    /// One cell per column, in column order.
     pub cells: Vec<(Column, Cell)>,
 }
 
 impl Row {
+    /// The mutant's name, or `(unmutated)`.
     pub fn label(&self) -> &'static str {
         self.mutant.map_or("(unmutated)", Mutant::name)
     }
@@ -143,13 +151,16 @@ impl Row {
 /// The whole matrix.
 #[derive(Clone, Debug)]
 pub struct Matrix {
+    /// One row per planned mutant, in the plan's order.
     pub rows: Vec<Row>,
 }
 
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Plan {
+    /// The rows to run: each mutant, `None` for the unmutated build.
     pub mutants: Vec<Option<Mutant>>,
+    /// The engines (columns) to run.
     pub engines: Vec<Engine>,
     /// Where the SQLite stores of the conformance and proptest engines live.
     pub scratch: std::path::PathBuf,

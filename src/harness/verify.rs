@@ -67,11 +67,17 @@ impl Budget {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Verdict {
     /// Nothing found in `spent` units (checks, cases, runs).
-    Passed { spent: u64 },
+    Passed {
+        /// Units run: proptest cases, or simulation runs.
+        spent: u64,
+    },
     /// The first failure, after `spent` units, with how to see it again.
     Failed {
+        /// Units run up to and including the failing one.
         spent: u64,
+        /// The failure, as the engine worded it (the shrunk steps, the violations).
         detail: String,
+        /// A command or call that replays the failure.
         reproduce: String,
     },
     /// Not run, and why (a feature this build lacks, or a zero budget).
@@ -91,7 +97,9 @@ pub struct Report {
     pub store: String,
     /// Every conformance check's outcome.
     pub conformance: Vec<CheckOutcome>,
+    /// The proptest state machine's verdict.
     pub proptest: Verdict,
+    /// The simulation's verdict, over every scenario.
     pub simulation: Verdict,
 }
 

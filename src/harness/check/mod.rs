@@ -23,68 +23,109 @@ use std::fmt;
 pub enum Event {
     /// A client finished an operation on its side.
     Client {
+        /// The client's name (`client-0`, …): one sequential actor.
         client: String,
+        /// The caller identity the client authenticated as (`tenant/user`).
         caller: String,
+        /// What the client invoked.
         op: ClientOp,
+        /// What came back, if anything.
         result: ClientResult,
+        /// Simulated wall-clock time the operation finished, in ms since the Unix epoch.
         at_ms: u64,
     },
     /// The store applied a change (creation, transition, cancel), with the record after it.
     Applied {
+        /// The task the change applied to.
         task_id: String,
+        /// The task's owner (the record's `auth_key`).
         auth_key: String,
+        /// Which store operation applied it.
         kind: AppliedKind,
+        /// The version the write was conditioned on; `None` for a creation.
         expected_version: Option<u64>,
+        /// The record's version after the change.
         version: u64,
+        /// The record's status after the change.
         status: TaskStatus,
+        /// The record's outcome after the change (`None` until terminal).
         outcome: Option<TaskOutcome>,
+        /// The record's expiry instant in ms since the epoch; `None` without a TTL.
         expires_at_ms: Option<u64>,
+        /// Simulated time of the change, in ms since the epoch.
         at_ms: u64,
     },
     /// The effect sink committed an effect.
     Effect {
+        /// The task whose work produced the effect.
         task_id: String,
+        /// The effect's identity; a completed result names it (I6).
         effect_id: String,
+        /// Simulated time of the commit, in ms since the epoch.
         at_ms: u64,
     },
     /// The runtime announced a status change (`notifications/tasks/status`).
     Notified {
+        /// The task announced.
         task_id: String,
+        /// The status the notification carried.
         status: TaskStatus,
+        /// The record version the notification was sent for.
         version: u64,
+        /// Simulated time of the notification, in ms since the epoch.
         at_ms: u64,
     },
     /// A fault the supervisor injected, or a phase change.
-    Fault { what: String, at_ms: u64 },
+    Fault {
+        /// What happened, in words (`crash node 2 at …`, a phase name).
+        what: String,
+        /// Simulated time of the fault, in ms since the epoch.
+        at_ms: u64,
+    },
 }
 
+/// Which store operation an [`Event::Applied`] records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AppliedKind {
+    /// A task was admitted (`Decision::AcceptTask`).
     Create,
+    /// A compare-and-swap status transition applied.
     Transition,
+    /// A cancel applied (`Decision::ApplyCancel`).
     Cancel,
 }
 
 /// A client operation, as invoked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ClientOp {
+    /// `tools/call` as a task.
     Create {
+        /// The idempotency key sent; `None` when the client sent none.
         idempotency_key: Option<String>,
+        /// The request digest (`sha256:<hex>`) of the call the client sent.
         digest: String,
     },
+    /// `tasks/get`.
     Get {
+        /// The task polled.
         task_id: String,
     },
+    /// `tasks/result`.
     Result {
+        /// The task whose result was fetched.
         task_id: String,
     },
+    /// `tasks/cancel`.
     Cancel {
+        /// The task cancelled.
         task_id: String,
     },
     /// The requestor answered an `input_required` task (the server moves it to `working`).
     ProvideInput {
+        /// The task answered.
         task_id: String,
     },
+    /// `tasks/list`, one page.
     List,
 }
 
@@ -93,6 +134,7 @@ pub enum ClientOp {
 pub enum ClientResult {
     /// The answer arrived.
     Ok {
+        /// The store's decision, as the answer reported it.
         decision: Decision,
         /// Task ids and statuses the answer revealed (one, or a list page), with owners.
         revealed: Vec<Revealed>,
@@ -103,12 +145,15 @@ pub enum ClientResult {
     Indeterminate,
 }
 
+/// One task as an answer showed it to a client.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Revealed {
+    /// The task shown.
     pub task_id: String,
     /// The owner, when the answer says (a store answer does; the MCP wire never does).
     /// Empty otherwise: the oracle takes the owner from the store's creation fact anyway.
     pub auth_key: String,
+    /// The status shown.
     pub status: TaskStatus,
     /// `None` when the answer carries no version (a `tasks/list` entry on the wire).
     pub version: Option<u64>,
@@ -119,8 +164,11 @@ pub struct Revealed {
 /// A broken invariant, with the events that show it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Violation {
+    /// The invariant broken (`"I1"` … `"I10"`).
     pub invariant: &'static str,
+    /// The task it was broken for.
     pub task_id: String,
+    /// What went wrong, in words.
     pub detail: String,
     /// Indices into the history.
     pub events: Vec<usize>,

@@ -20,14 +20,18 @@ use crate::sim::{Plan, Scenario, SimOutcome};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+/// The only schema string a failure record carries.
 pub const FAILURE_SCHEMA: &str = "tasklatch.failure/v1";
 
 /// One failing run, as written to `failure.json` and kept in `fixtures/seeds/`.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FailureRecord {
+    /// The format tag; [`FAILURE_SCHEMA`].
     pub schema: String,
+    /// The failing scenario's name.
     pub scenario: String,
+    /// The failing seed.
     pub seed: u64,
     /// The commit the hunt ran (`-dirty` with uncommitted changes), or `unknown`.
     pub commit: String,
@@ -35,16 +39,21 @@ pub struct FailureRecord {
     pub mutant: Option<String>,
     /// The first violated invariant (`I1`…`I10`, or `panic`).
     pub invariant: String,
+    /// The task the first violation names; empty when there is none (a panic).
     pub task_id: String,
+    /// The first violation's detail, in words.
     pub detail: String,
     /// Every violation, as the oracle words it.
     pub violations: Vec<String>,
+    /// SHA-256 of the run's timeline (hex); a replay must reproduce it.
     pub trace_hash: String,
+    /// Events the run recorded.
     pub events: usize,
     /// The command that replays this run and prints the same trace hash.
     pub repro: String,
     /// The knobs and faults the seed drew.
     pub plan: Option<Plan>,
+    /// The minimisation; `None` when minimisation was off or did not finish.
     pub minimised: Option<Minimised>,
     /// The store URL the run used (`--store`); absent for the default memory store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -59,17 +68,25 @@ pub struct Minimised {
     pub scenario_file: String,
     /// The seed the minimal scenario fails with (the original's, or a neighbour's).
     pub seed: u64,
+    /// The command that replays the minimal run.
     pub repro: String,
+    /// SHA-256 of the minimal run's timeline (hex).
     pub trace_hash: String,
+    /// The original run's size.
     pub before: Size,
+    /// The minimal run's size.
     pub after: Size,
+    /// Simulations the minimisation spent, the pinning replay included.
     pub runs: usize,
+    /// Smaller candidates kept on the way.
     pub steps: usize,
     /// The minimal scenario itself (its plan pinned), so the record stands alone.
     pub scenario: Scenario,
 }
 
 impl FailureRecord {
+    /// The record of failing `outcome` at `commit`, with `mutant` on if any; `minimised`
+    /// starts `None`.
     pub fn new(outcome: &SimOutcome, commit: &str, mutant: Option<&str>) -> FailureRecord {
         let first = outcome.violations.first();
         FailureRecord {

@@ -27,11 +27,14 @@ use std::time::{Duration, Instant};
 /// One slice `index` of `count` of the seed space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shard {
+    /// This shard's position, `0..count`.
     pub index: u64,
+    /// How many shards the seed space is split into (at least 1).
     pub count: u64,
 }
 
 impl Shard {
+    /// The whole seed space: shard 0 of 1.
     pub const WHOLE: Shard = Shard { index: 0, count: 1 };
 
     /// Parses `i/n` with `i < n`.
@@ -55,11 +58,13 @@ impl Shard {
 /// What to hunt and for how long.
 #[derive(Clone)]
 pub struct HuntConfig {
+    /// The scenarios every seed runs.
     pub scenarios: Vec<Scenario>,
     /// The store every run opens fresh ([`HuntConfig::memory`]'s default: memory).
     pub store: Arc<dyn StoreFactory>,
     /// The seed space starts here; shards of one hunt must share it.
     pub first_seed: u64,
+    /// This machine's slice of the seed space.
     pub shard: Shard,
     /// Stop starting runs after this long.
     pub budget: Option<Duration>,
@@ -111,14 +116,18 @@ impl HuntConfig {
 /// Where a hunt stands, for the progress display.
 #[derive(Clone, Debug, Default)]
 pub struct Progress {
+    /// Runs finished (scenario × seed).
     pub runs: u64,
+    /// Runs that broke an invariant.
     pub failing: u64,
     /// Distinct coverage marks hit so far, of [`KNOWN_MARKS`].
     pub marks_hit: usize,
+    /// Wall-clock time since the hunt started.
     pub elapsed: Duration,
 }
 
 impl Progress {
+    /// Runs finished per wall-clock second.
     pub fn runs_per_second(&self) -> f64 {
         self.runs as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
@@ -127,7 +136,9 @@ impl Progress {
 /// How one scenario fared.
 #[derive(Clone, Debug, Default)]
 pub struct ScenarioTally {
+    /// Runs of this scenario finished.
     pub runs: u64,
+    /// Runs of this scenario that broke an invariant.
     pub failing: u64,
     /// Lowest and highest seed run.
     pub seeds: Option<(u64, u64)>,
@@ -136,15 +147,20 @@ pub struct ScenarioTally {
 /// What a hunt found.
 #[derive(Debug, Default)]
 pub struct HuntReport {
+    /// Runs finished, every scenario.
     pub runs: u64,
+    /// Per scenario name, how it fared.
     pub tally: BTreeMap<String, ScenarioTally>,
     /// Failing runs, in the order they were found (capped at `failures_max`).
     pub failures: Vec<SimOutcome>,
+    /// Coverage marks over every run: mark name → times hit.
     pub marks: BTreeMap<String, u64>,
+    /// Wall-clock time the hunt took.
     pub elapsed: Duration,
 }
 
 impl HuntReport {
+    /// Failing runs over every scenario (may exceed `failures.len()`, which is capped).
     pub fn failing(&self) -> u64 {
         self.tally.values().map(|tally| tally.failing).sum()
     }
@@ -267,6 +283,7 @@ pub struct Keep {
 
 /// A hunt with its failures minimised and written.
 pub struct Finished {
+    /// What the hunt found.
     pub report: HuntReport,
     /// Each failure's artifact folder and record.
     pub written: Vec<(PathBuf, FailureRecord)>,

@@ -48,18 +48,24 @@ pub const PREEMPTIONS_DEFAULT: usize = 2;
 /// A loom model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Model {
+    /// A completing worker, a cancelling client (twice) and a stale worker on one task:
+    /// exactly one terminal write, the stale one never.
     CompleteCancelStale,
+    /// Two creates with one idempotency key and one request: exactly one task.
     SameKeyCreates,
+    /// One tenant creates while another lists: the lister never sees the new task.
     CreateVersusList,
 }
 
 impl Model {
+    /// Every model, in documentation order.
     pub const ALL: [Model; 3] = [
         Model::CompleteCancelStale,
         Model::SameKeyCreates,
         Model::CreateVersusList,
     ];
 
+    /// The model's kebab-case name (`complete-cancel-stale`), as reports show it.
     pub fn name(self) -> &'static str {
         match self {
             Model::CompleteCancelStale => "complete-cancel-stale",
@@ -72,6 +78,7 @@ impl Model {
 /// What one model's exploration found.
 #[derive(Clone, Debug)]
 pub struct ModelRun {
+    /// The model explored.
     pub model: Model,
     /// Interleavings explored (up to and including a failing one).
     pub iterations: usize,

@@ -46,40 +46,66 @@ const TTL_CHOICES_MS: [Option<u64>; 3] = [None, Some(300), Some(3_000)];
 /// One step: an actor and what it does.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
+    /// A client calls `tools/call` ([`CreateStep`]).
     Create(CreateStep),
+    /// A client polls a task with `tasks/get`.
     Get {
+        /// The client's tenant, `0..TENANTS`.
         tenant: u8,
+        /// Which task: the `task`-th most recent admitted (modulo their count); 7 addresses
+        /// a task that does not exist.
         task: u8,
     },
+    /// A client fetches a task's result with `tasks/result`.
     Result {
+        /// The client's tenant, `0..TENANTS`.
         tenant: u8,
+        /// Which task, as for [`Step::Get`].
         task: u8,
     },
+    /// A client cancels a task with `tasks/cancel`.
     Cancel {
+        /// The client's tenant, `0..TENANTS`.
         tenant: u8,
+        /// Which task, as for [`Step::Get`].
         task: u8,
+        /// Negotiated capability bits (1 tools/call, 2 cancel, 4 list).
         negotiated: u8,
     },
+    /// A client lists its tasks, one page of [`PAGE_LIMIT`].
     List {
+        /// The client's tenant, `0..TENANTS`.
         tenant: u8,
+        /// Negotiated capability bits (1 tools/call, 2 cancel, 4 list).
         negotiated: u8,
+        /// Which cursor the request carries.
         cursor: CursorUse,
     },
+    /// A worker claims the oldest ready outbox entry (unacked, lease free or lapsed).
     Claim {
+        /// The worker, `0..WORKERS`.
         worker: u8,
     },
     /// The worker writes `next` with the version it claimed at; `foreign` writes with
     /// another tenant's key instead of the task's own.
     Write {
+        /// The worker, `0..WORKERS`; it must hold a claim.
         worker: u8,
+        /// Index (mod 4) into completed, failed, input_required, working.
         next: u8,
+        /// Write as the next tenant instead of the task's owner.
         foreign: bool,
     },
+    /// A worker crashes: its claim is dropped unacked, the lease left to lapse.
     Crash {
+        /// The worker, `0..WORKERS`; it must hold a claim.
         worker: u8,
     },
+    /// The sweeper deletes every expired task.
     Sweep,
+    /// The clock moves forward.
     Advance {
+        /// How far, in ms.
         ms: u16,
     },
 }
@@ -87,8 +113,11 @@ pub enum Step {
 /// A client's `tools/call`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CreateStep {
+    /// The caller's tenant, `0..TENANTS`.
     pub tenant: u8,
+    /// The idempotency key (`0..3`); `None` sends none.
     pub key: Option<u8>,
+    /// Which of two argument sets the call carries: same key, other args is a collision.
     pub args: u8,
     /// Index into optional, required, forbidden.
     pub support: u8,
@@ -103,6 +132,7 @@ pub struct CreateStep {
 /// Which cursor a list step sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CursorUse {
+    /// No cursor: the first page.
     First,
     /// The tenant's own next-page cursor from its last page (first page if none).
     Resume,
@@ -140,68 +170,100 @@ fn caller_of(tenant: u8) -> String {
 /// The model's record of one task.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelTask {
+    /// The owning tenant.
     pub owner: u8,
+    /// The idempotency key it holds; `None` without one or once expired.
     pub key: Option<u8>,
+    /// The argument set it was created with ([`CreateStep::args`]).
     pub args: u8,
+    /// Its current status.
     pub status: TaskStatus,
+    /// Its current version (1 at creation, +1 per applied write).
     pub version: u64,
+    /// Creation time on the model clock, in ms.
     pub created_at_ms: u64,
+    /// Expiry instant on the model clock, in ms; `None` without a TTL.
     pub expires_at_ms: Option<u64>,
+    /// Its outbox entry.
     pub outbox: ModelOutbox,
 }
 
+/// The model's outbox entry of one task.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelOutbox {
+    /// Claims so far (0: never claimed).
     pub attempt: u32,
+    /// When the current claim's lease lapses, in ms; `None` when unclaimed or acked.
     pub lease_expires_at_ms: Option<u64>,
+    /// A worker acked it: never delivered again.
     pub acked: bool,
 }
 
 /// A claim a worker holds.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Held {
+    /// The task claimed.
     pub task_id: String,
+    /// The task's owning tenant.
     pub owner: u8,
+    /// The claim's attempt number; an ack from an older attempt is refused.
     pub attempt: u32,
+    /// The task version the worker saw when it claimed.
     pub version: u64,
 }
 
 /// What the store must answer to the step just applied.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub enum Expect {
+    /// No answer to compare (a crash, a clock advance).
     #[default]
     Nothing,
     /// A decision, and the `(task id, status, version)` the answer carries, if any.
     Answer {
+        /// The decision expected.
         decision: Decision,
+        /// The record shown, as `(task id, status, version)`; `None` when nothing is shown.
         record: Option<(String, TaskStatus, u64)>,
     },
     /// A list page: the decision, the ids in order, whether a next cursor comes.
     Page {
+        /// The decision expected.
         decision: Decision,
+        /// The task ids on the page, in order.
         ids: Vec<String>,
+        /// Whether the page ends with a next-page cursor.
         more: bool,
     },
     /// A claim: `(task id, attempt, version, status)`, or nothing ready.
     Claim(Option<(String, u32, u64, TaskStatus)>),
     /// A write, then (when terminal) the worker's ack result.
     Write {
+        /// The decision expected.
         decision: Decision,
+        /// The record shown, as `(task id, status, version)`; `None` when nothing is shown.
         record: Option<(String, TaskStatus, u64)>,
+        /// For a terminal write: whether the ack took (`false`: a stale attempt); `None`
+        /// otherwise.
         acked: Option<bool>,
     },
+    /// A sweep: how many tasks it deleted.
     Swept(usize),
 }
 
 /// The reference model.
 #[derive(Clone, Debug, Default)]
 pub struct Model {
+    /// The model clock, in ms (starts at 0).
     pub now_ms: u64,
+    /// Create steps so far; the next admitted id is `t{created:04}`.
     pub created: u32,
+    /// Live tasks by id (swept ones removed).
     pub tasks: BTreeMap<String, ModelTask>,
     /// Every id ever admitted, in order: steps address tasks through it.
     pub ids: Vec<String>,
+    /// `(tenant, idempotency key)` → the task the key is bound to.
     pub keys: BTreeMap<(u8, u8), String>,
+    /// Per worker, the claim it holds.
     pub held: BTreeMap<u8, Held>,
     /// Per tenant, where its next page starts, if its last page said more follow.
     pub cursors: BTreeMap<u8, (u64, String)>,
@@ -211,6 +273,7 @@ pub struct Model {
     pub sent_cursor_of: Option<u8>,
     /// For a write step: the claim it wrote with (the model may have dropped it since).
     pub wrote_with: Option<Held>,
+    /// What the store must answer to the last step.
     pub expect: Expect,
 }
 
@@ -916,6 +979,7 @@ pub struct Found {
     pub cases_to_fail: u32,
     /// The shrunk failing sequence.
     pub steps: Vec<Step>,
+    /// The failure, as the comparison worded it.
     pub message: String,
 }
 

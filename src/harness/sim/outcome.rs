@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 /// The outcome of one seed.
 #[derive(Clone, Debug)]
 pub struct SimOutcome {
+    /// The scenario's name.
     pub scenario: String,
+    /// The seed run.
     pub seed: u64,
     /// The knobs and fault schedule the run drew (or was given); `None` when it
     /// panicked before drawing them.

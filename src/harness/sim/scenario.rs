@@ -7,6 +7,7 @@ use crate::runtime::Point;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+/// The only schema string a scenario file carries.
 pub const SCENARIO_SCHEMA: &str = "tasklatch.scenario/v1";
 
 /// Every coverage mark the simulation can record; a scenario may require any of them.
@@ -41,20 +42,29 @@ pub const KNOWN_MARKS: &[&str] = &[
     "task-adopted-from-list",
 ];
 
+/// One scenario file: a workload, its faults and phases, the default seeds and the
+/// marks they must hit.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
+    /// The format tag; [`SCENARIO_SCHEMA`].
     pub schema: String,
+    /// The scenario's name; `by_name` loads `scenarios/<name>.json`.
     pub name: String,
+    /// What the scenario exercises, in words.
     pub description: String,
     /// One client node per tenant.
     pub tenants: usize,
+    /// Tasks each tenant's client creates.
     pub tasks_per_tenant: usize,
+    /// Worker nodes consuming the queue (besides the dispatcher).
     pub workers: usize,
     /// A tool run takes between these many milliseconds.
     pub tool_ms: [u64; 2],
     /// Requested TTL of every task; `null`: never expires.
     pub ttl_ms: Option<u64>,
+    /// How often clients poll a task, in ms (plus up to half again of jitter); also the
+    /// `pollInterval` the server answers with.
     pub poll_interval_ms: u64,
     /// Length of the safety phase (faults on).
     pub safety_ms: u64,
@@ -63,6 +73,7 @@ pub struct Scenario {
     pub liveness_ms: u64,
     /// `[first, end)` of the seeds `cargo test --features sim` runs.
     pub default_seeds: [u64; 2],
+    /// Fault budgets and the knob choices seeds draw from.
     pub faults: Faults,
     /// Marks the default seeds must hit between them (a fault never injected is a test
     /// that cannot fail).
@@ -77,6 +88,7 @@ pub struct Scenario {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Plan {
+    /// The run's knobs.
     pub knobs: Knobs,
     /// In the order they run; one at a time.
     pub faults: Vec<PlannedFault>,
@@ -89,6 +101,7 @@ pub struct PlannedFault {
     /// When it begins, in simulated milliseconds after the safety phase began (a clock
     /// jump moves that clock too); never before the previous fault has ended.
     pub at_ms: u64,
+    /// What the fault does.
     pub kind: FaultKind,
     /// The victim of a kill or pause: 0 is the dispatcher, `1..=workers` the workers.
     pub node: usize,
@@ -97,16 +110,22 @@ pub struct PlannedFault {
     pub duration_ms: u64,
 }
 
+/// What a planned fault does.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
 pub enum FaultKind {
+    /// The node crashes and restarts after `duration_ms` (its memory lost, the store kept).
     Kill,
+    /// The node stops running for `duration_ms`, then resumes where it was.
     Pause,
+    /// The simulated clock jumps forward by `duration_ms`.
     ClockJump,
+    /// The store node is unreachable for `duration_ms` (every call fails).
     StoreOutage,
 }
 
 impl FaultKind {
+    /// The kind's kebab-case name, as the JSON and coverage marks write it.
     pub fn name(self) -> &'static str {
         match self {
             FaultKind::Kill => "kill",
@@ -149,7 +168,7 @@ pub struct Knobs {
 
 impl Knobs {
     /// The percentages, by field name, for validation and shrinking.
-    pub fn percents_mut(&mut self) -> [(&'static str, &mut u64); 6] {
+    pub(crate) fn percents_mut(&mut self) -> [(&'static str, &mut u64); 6] {
         [
             ("point_crash_percent", &mut self.point_crash_percent),
             ("lost_response_percent", &mut self.lost_response_percent),
@@ -165,19 +184,31 @@ impl Knobs {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Faults {
+    /// Most node kills a run schedules (each run draws `0..=kills_max`).
     pub kills_max: usize,
+    /// Most node pauses a run schedules (`0..=pauses_max`).
     pub pauses_max: usize,
     /// Named points where a node may crash (`after-effect`, …, or `all`).
     pub crash_points: Vec<String>,
+    /// Choices of [`Knobs::point_crash_percent`]; a seed picks one.
     pub point_crash_percent: Vec<u64>,
+    /// Choices of [`Knobs::probe_delay_ms_max`], in ms; a seed picks one.
     pub probe_delay_ms_max: Vec<u64>,
+    /// Choices of [`Knobs::lost_response_percent`]; a seed picks one.
     pub lost_response_percent: Vec<u64>,
+    /// Choices of [`Knobs::cancel_percent`]; a seed picks one.
     pub cancel_percent: Vec<u64>,
+    /// Choices of [`Knobs::duplicate_percent`]; a seed picks one.
     pub duplicate_percent: Vec<u64>,
+    /// Choices of [`Knobs::delivery_delay_ms_max`], in ms; a seed picks one.
     pub delivery_delay_ms_max: Vec<u64>,
+    /// Most clock jumps a run schedules (`0..=clock_jumps_max`).
     pub clock_jumps_max: usize,
+    /// `[min, max]` of a clock jump, in ms.
     pub clock_jump_ms: [u64; 2],
+    /// Most store outages a run schedules (`0..=store_outages_max`).
     pub store_outages_max: usize,
+    /// `[min, max]` of a store outage, in ms.
     pub store_outage_ms: [u64; 2],
     /// Chance (percent) that a client also pokes at another tenant's task (a get, a
     /// result or a cancel).
@@ -231,6 +262,7 @@ impl Scenario {
         Scenario::parse(path, &text)
     }
 
+    /// Parses and checks scenario `text`; `path` only names the file in errors.
     pub fn parse(path: &Path, text: &str) -> Result<Scenario, String> {
         let scenario: Scenario = crate::load::from_json_at(path, text)?;
         scenario
@@ -396,6 +428,7 @@ impl Scenario {
         Ok(points)
     }
 
+    /// The `default_seeds` field, `[first, end)`, as a range.
     pub fn default_seeds(&self) -> std::ops::Range<u64> {
         self.default_seeds[0]..self.default_seeds[1]
     }

@@ -29,14 +29,18 @@ const SEEDS_PER_CANDIDATE: u64 = 32;
 /// How big a run is, before and after.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 pub struct Size {
+    /// Faults in the schedule.
     pub faults: usize,
     /// Clients (one per tenant).
     pub clients: usize,
+    /// Tasks in the workload (tenants × tasks per tenant).
     pub tasks: usize,
+    /// Worker nodes.
     pub workers: usize,
     /// Knobs that are on: non-zero chances and delays, plus crash points while point
     /// crashes are on.
     pub knobs_on: usize,
+    /// Events the run recorded.
     pub events: usize,
 }
 
@@ -86,7 +90,9 @@ pub struct Shrunk {
     pub scenario: Scenario,
     /// Its run (fails with the same invariant).
     pub outcome: SimOutcome,
+    /// The failing run's size.
     pub before: Size,
+    /// The minimal run's size.
     pub after: Size,
     /// Simulations run, the pinning replay included.
     pub runs: usize,

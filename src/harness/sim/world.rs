@@ -31,7 +31,9 @@ pub fn run_seed(scenario: &Scenario, seed: u64) -> SimOutcome {
 /// reachable on purpose, not only by chance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sweep {
+    /// The named point the crash happens at.
     pub point: Point,
+    /// Which arrival at `point` crashes, 1-based, counted over every node.
     pub arrival: u64,
 }
 
