@@ -57,6 +57,8 @@
 //! - `mutants` — the named hostile mutants ([`mutants`]) and the kill matrix; implies
 //!   `sim`, `proptest` and `loom`. Off, every mutant hook is a constant `false`.
 
+#![warn(missing_docs)]
+
 #[cfg(all(feature = "sim", not(madsim)))]
 compile_error!(
     "feature `sim` needs `--cfg madsim`. The repository's .cargo/config.toml sets it, but a \

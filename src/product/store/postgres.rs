@@ -23,6 +23,8 @@ use postgres::{Client, GenericClient, NoTls, Row, Statement, Transaction};
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
+/// The PostgreSQL adapter: one connection behind a lock, every operation one round trip,
+/// tables in the schema it was opened with.
 pub struct PostgresStore {
     connection: Mutex<Connection>,
     cursor_secret: Vec<u8>,

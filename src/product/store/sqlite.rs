@@ -40,6 +40,8 @@ impl Synchronous {
     }
 }
 
+/// The SQLite adapter, the embedded default: one WAL-mode file, one connection behind a
+/// lock.
 pub struct SqliteStore {
     connection: Mutex<Connection>,
     cursor_secret: Vec<u8>,
