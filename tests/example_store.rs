@@ -14,10 +14,6 @@ fn a_store_written_outside_the_crate_passes_every_engine() {
     let report = check_store(&VecStoreFactory::default(), &Budget::everyday());
     println!("{report}");
     assert!(report.passed(), "{report}");
-    assert_eq!(
-        report.conformance.len(),
-        tasklatch::conformance::CHECKS.len()
-    );
     // Each engine this build has ran in full; the others say they did not run.
     if cfg!(feature = "proptest") {
         assert_eq!(report.proptest, Verdict::Passed { spent: 256 }, "{report}");

@@ -9,25 +9,8 @@ use tasklatch::store::{
     SqliteOptions, SqliteStore, StoreError, StoreOptions, StoreUrl, Synchronous, open_store,
 };
 
-/// A task-creating `tools/call` for tenant-a/alice.
 fn create_command(task_id: &str) -> tasklatch::store::CreateCommand {
-    tasklatch::store::CreateCommand {
-        caller: "tenant-a/alice".into(),
-        negotiated: tasklatch::contract::Negotiated::FULL,
-        task_support: tasklatch::contract::TaskSupport::Optional,
-        task_requested: true,
-        idempotency_key: None,
-        request: tasklatch::store::WrappedRequest {
-            method: "tools/call".into(),
-            name: "export".into(),
-            arguments: None,
-        },
-        ttl_ms: None,
-        poll_interval_ms: None,
-        task_id: task_id.into(),
-        correlation_id: "c".into(),
-        now_ms: 1,
-    }
+    support::create_command(task_id, 1)
 }
 
 fn url_error(url: &str) -> String {

@@ -8,34 +8,18 @@
 mod support;
 
 use tasklatch::contract::TaskRecord;
-use tasklatch::contract::{Decision, Negotiated, TaskStatus, TaskSupport};
+use tasklatch::contract::{Decision, Negotiated, TaskStatus};
 use tasklatch::store::{
     CreateCommand, ListQuery, SqliteOptions, SqliteStore, StoreError, StoreOptions, Synchronous,
-    TaskStore, TransitionCommand, WrappedRequest,
+    TaskStore, TransitionCommand,
 };
 
 const CALLER: &str = "tenant-a/alice";
 /// The smallest value a BIGINT cannot hold.
 const TOO_BIG: u64 = i64::MAX as u64 + 1;
 
-fn create_command(task_id: &str) -> CreateCommand {
-    CreateCommand {
-        caller: CALLER.into(),
-        negotiated: Negotiated::FULL,
-        task_support: TaskSupport::Optional,
-        task_requested: true,
-        idempotency_key: None,
-        request: WrappedRequest {
-            method: "tools/call".into(),
-            name: "export".into(),
-            arguments: None,
-        },
-        ttl_ms: None,
-        poll_interval_ms: None,
-        task_id: task_id.into(),
-        correlation_id: "c".into(),
-        now_ms: 10,
-    }
+fn create_command(task_id: &str) -> tasklatch::store::CreateCommand {
+    support::create_command(task_id, 10)
 }
 
 /// `result` is an `Invalid` error whose message names `words`.

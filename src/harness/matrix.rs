@@ -184,11 +184,7 @@ impl Plan {
             }
             Engine::Conformance | Engine::Proptest => self.factories(),
             // The simulation runs its store in-process: no PostgreSQL.
-            Engine::Simulation => {
-                let mut stores = self.factories();
-                stores.truncate(2);
-                stores
-            }
+            Engine::Simulation => self.in_process_factories(),
         };
         stores
             .into_iter()
@@ -205,12 +201,17 @@ impl Plan {
     /// The stores: memory, SQLite in `scratch`, and PostgreSQL when a server is given
     /// (each store a fresh schema `tl_matrix_<pid>_<n>`).
     fn factories(&self) -> Vec<Box<dyn StoreFactory>> {
-        let mut factories: Vec<Box<dyn StoreFactory>> = vec![
-            Box::new(MemoryFactory),
-            Box::new(SqliteFactory::new(&self.scratch)),
-        ];
+        let mut factories = self.in_process_factories();
         factories.extend(self.postgres_factory());
         factories
+    }
+
+    /// The stores that run inside the caller's process: memory, SQLite in `scratch`.
+    fn in_process_factories(&self) -> Vec<Box<dyn StoreFactory>> {
+        vec![
+            Box::new(MemoryFactory),
+            Box::new(SqliteFactory::new(&self.scratch)),
+        ]
     }
 
     #[cfg(feature = "postgres")]

@@ -242,3 +242,24 @@ impl Drop for Postgres {
         }
     }
 }
+
+/// A task-creating `tools/call` of `export` for tenant-a/alice at `now_ms`, no key, no TTL.
+pub fn create_command(task_id: &str, now_ms: u64) -> tasklatch::store::CreateCommand {
+    tasklatch::store::CreateCommand {
+        caller: "tenant-a/alice".into(),
+        negotiated: tasklatch::contract::Negotiated::FULL,
+        task_support: tasklatch::contract::TaskSupport::Optional,
+        task_requested: true,
+        idempotency_key: None,
+        request: tasklatch::store::WrappedRequest {
+            method: "tools/call".into(),
+            name: "export".into(),
+            arguments: None,
+        },
+        ttl_ms: None,
+        poll_interval_ms: None,
+        task_id: task_id.into(),
+        correlation_id: "c".into(),
+        now_ms,
+    }
+}

@@ -170,16 +170,12 @@ fn i1_one_terminal(task: &TaskView<'_>, _: &CheckContext, out: &mut Vec<Violatio
 /// I2: once a cancel is acknowledged, no read shows `completed` or `failed`.
 fn i2_cancel_wins(task: &TaskView<'_>, _: &CheckContext, out: &mut Vec<Violation>) {
     let mut acknowledged: Option<usize> = None;
-    let mut last_event = None;
     for (index, op, decision, seen) in task.reads() {
-        // An answer's first mention of the task is where its cancel is acknowledged.
-        if last_event != Some(index)
-            && decision == Decision::ApplyCancel
+        if decision == Decision::ApplyCancel
             && matches!(op, ClientOp::Cancel { task_id } if task_id == task.task_id)
         {
             acknowledged = Some(index);
         }
-        last_event = Some(index);
         if let Some(cancel) = acknowledged
             && cancel < index
             && matches!(seen.status, TaskStatus::Completed | TaskStatus::Failed)

@@ -90,23 +90,18 @@ impl<'a> Sim<'a> {
     /// Runs one seed on the calling thread (madsim keeps per-thread state; a run leaves
     /// none behind), a panic caught and reported as a violation.
     pub fn run(&self, seed: u64) -> SimOutcome {
-        let store = match self.store.open(&StoreOptions {
+        let opened = self.store.open(&StoreOptions {
             cursor_secret: Some(b"simulation".to_vec()),
-        }) {
-            Ok(store) => store,
-            Err(error) => {
-                let mut outcome = SimOutcome::unfinished(
-                    self.scenario,
-                    seed,
-                    "store",
-                    format!("cannot open a fresh {} store: {error}", self.store.name()),
-                );
-                outcome.store = self.store.name().to_owned();
-                outcome.store_url = self.store.url();
-                return outcome;
-            }
+        });
+        let mut outcome = match opened {
+            Ok(store) => run_world(self.scenario, seed, self.sweep, store),
+            Err(error) => SimOutcome::unfinished(
+                self.scenario,
+                seed,
+                "store",
+                format!("cannot open a fresh {} store: {error}", self.store.name()),
+            ),
         };
-        let mut outcome = run_world(self.scenario, seed, self.sweep, store);
         outcome.store = self.store.name().to_owned();
         outcome.store_url = self.store.url();
         outcome
