@@ -315,6 +315,17 @@ mod serving {
         /// key>"}}`; each token's tasks are bound to its key.
         #[arg(long, requires = "http")]
         tokens: Option<PathBuf>,
+        /// With --http: bind requests that send no `Authorization` header to the
+        /// authorization key `anonymous` instead of refusing them (off by default: every
+        /// such caller shares that one key, so they can read each other's tasks). Known
+        /// tokens keep their own keys; an unknown token is still refused.
+        #[arg(long, requires = "http")]
+        anonymous: bool,
+        /// Also offer the official conformance suite's fixture tools (`greet`,
+        /// `slow_compute`, `failing_job`, `protocol_error_job`, `confirm_delete`,
+        /// `multi_input`, `test_tool_with_task`) next to `export`, `archive` and `echo`.
+        #[arg(long)]
+        conformance_tools: bool,
         /// With --http: an origin allowed besides loopback ones (repeatable).
         #[arg(long = "allow-origin", requires = "http")]
         allowed_origins: Vec<String>,
@@ -357,27 +368,34 @@ mod serving {
                 }
                 _ => PathBuf::from("tasklatch-exports"),
             });
+        let anonymous = args.anonymous.then(|| "anonymous".to_owned());
         let http = match (&args.http, &args.tokens) {
             (None, _) => None,
-            (Some(_), None) => {
-                eprintln!("error: --http needs --tokens FILE (every caller must be identified)");
+            (Some(_), None) if anonymous.is_none() => {
+                eprintln!(
+                    "error: --http needs --tokens FILE or --anonymous (every caller must be identified)"
+                );
                 return ExitCode::from(EXIT_BAD_INPUT);
             }
-            (Some(address), Some(tokens)) => match Tokens::load(tokens) {
-                Ok(tokens) => Some((
+            (Some(address), tokens) => {
+                let tokens = match tokens.as_deref().map(Tokens::load).transpose() {
+                    Ok(tokens) => tokens.unwrap_or_default(),
+                    Err(error) => {
+                        eprintln!("error: --tokens {error}");
+                        return ExitCode::from(EXIT_BAD_INPUT);
+                    }
+                };
+                Some((
                     address.clone(),
                     HttpConfig {
                         tokens,
                         allowed_origins: args.allowed_origins.clone(),
                         body_bytes_max: args.body_limit_bytes.max(1024),
                         sessions_max: http::SESSIONS_MAX,
+                        anonymous,
                     },
-                )),
-                Err(error) => {
-                    eprintln!("error: --tokens {error}");
-                    return ExitCode::from(EXIT_BAD_INPUT);
-                }
-            },
+                ))
+            }
         };
         if args.workers == 0 || args.workers > 256 || args.lease_ms == 0 {
             eprintln!("error: --workers must be 1..=256 and --lease-ms positive");
@@ -398,7 +416,10 @@ mod serving {
                 store,
                 exports.clone(),
                 Arc::new(TokioEnv),
-                ServerConfig::default(),
+                ServerConfig {
+                    conformance_tools: args.conformance_tools,
+                    ..ServerConfig::default()
+                },
                 RuntimeConfig {
                     republish_after_ms: args.lease_ms,
                     queue_lease_ms: args.lease_ms,

@@ -13,8 +13,9 @@ use std::sync::Mutex;
 use tasklatch::conformance;
 use tasklatch::contract::{Decision, Negotiated, TaskOutcome, TaskRecord};
 use tasklatch::store::{
-    Answer, CreateCommand, LIST_LIMIT_MAX, ListPage, ListQuery, MemoryStore, OutboxClaim,
-    StoreError, StoreOptions, TaskStore, TransitionCommand, WrappedRequest, page_limit,
+    Answer, CreateCommand, InputCommand, LIST_LIMIT_MAX, ListPage, ListQuery, MemoryStore,
+    OutboxClaim, StoreError, StoreOptions, TaskStore, TransitionCommand, WrappedRequest,
+    page_limit,
 };
 
 /// One planted bug each.
@@ -321,6 +322,11 @@ impl TaskStore for Buggy {
                     .insert(task_id.to_owned(), kept);
             }
         }
+        Ok(self.out_answer(answer))
+    }
+
+    fn answer_input(&self, command: &InputCommand) -> Result<Answer, StoreError> {
+        let answer = self.inner.answer_input(command)?;
         Ok(self.out_answer(answer))
     }
 

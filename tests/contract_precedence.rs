@@ -31,6 +31,8 @@ fn record(status: TaskStatus, version: u64, expires_at_ms: Option<u64>) -> TaskR
         ttl_ms: expires_at_ms,
         poll_interval_ms: Some(1000),
         correlation_id: "c1".into(),
+        era: tasklatch::contract::Era::Core2025,
+        input_responses: None,
     });
     record.status = status;
     record.version = version;
@@ -58,6 +60,8 @@ fn admitted_records_start_working_at_version_one_with_ttl_from_creation() {
         ttl_ms: Some(60_000),
         poll_interval_ms: None,
         correlation_id: "c".into(),
+        era: tasklatch::contract::Era::Core2025,
+        input_responses: None,
     });
     assert_eq!((record.status, record.version), (TaskStatus::Working, 1));
     assert_eq!(record.expires_at_ms, Some(61_000));
@@ -463,5 +467,5 @@ fn decision_codes_are_stable_and_cover_their_surfaces() {
                 .count()
         })
         .collect();
-    assert_eq!(per_surface, [7, 8, 11, 3], "docs/design.md §3 table sizes");
+    assert_eq!(per_surface, [7, 8, 13, 3], "docs/design.md §3 table sizes");
 }

@@ -86,6 +86,8 @@ fn task(id: &str, owner: &str, created_at_ms: u64, ttl_ms: Option<u64>) -> TaskR
         ttl_ms,
         poll_interval_ms: None,
         correlation_id: id.into(),
+        era: tasklatch::contract::Era::Core2025,
+        input_responses: None,
     })
 }
 

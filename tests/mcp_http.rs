@@ -49,6 +49,7 @@ fn start(exports: std::path::PathBuf) -> String {
                     allowed_origins: vec!["https://app.example.com".into()],
                     body_bytes_max: 64 * 1024,
                     sessions_max: 3,
+                    anonymous: None,
                 },
             );
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

@@ -64,6 +64,8 @@ fn create(store: &dyn TaskStore, n: usize, ttl_ms: Option<u64>, now_ms: u64) -> 
             task_id: task_id.clone(),
             correlation_id: task_id.clone(),
             now_ms,
+            era: tasklatch::contract::Era::Core2025,
+            input_responses: None,
         })
         .unwrap();
     assert_eq!(answer.decision, Decision::AcceptTask);

@@ -128,6 +128,7 @@ fn crash_worker_child() {
                 }),
                 status_message: None,
                 now_ms: now_ms(),
+                input_requests: None,
             })
             .expect("complete");
         writeln!(out, "DONE {} {}", claim.task_id, answer.decision).unwrap();
@@ -202,6 +203,8 @@ fn create_tasks(store: &SqliteStore, from: usize, count: usize) {
                 task_id: task_id.clone(),
                 correlation_id: task_id,
                 now_ms: now_ms(),
+                era: tasklatch::contract::Era::Core2025,
+                input_responses: None,
             })
             .expect("create");
         assert_eq!(answer.decision, Decision::AcceptTask);

@@ -127,6 +127,7 @@ fn check_bounds(name: &str, store: &dyn TaskStore, corrupt: &dyn Fn(&str)) {
         outcome: None,
         status_message: None,
         now_ms: TOO_BIG,
+        input_requests: None,
     };
     assert_invalid(
         name,

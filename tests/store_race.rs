@@ -80,6 +80,8 @@ fn create(task_id: &str, key: &str, month: &str) -> CreateCommand {
         task_id: task_id.into(),
         correlation_id: task_id.into(),
         now_ms: 1,
+        era: tasklatch::contract::Era::Core2025,
+        input_responses: None,
     }
 }
 
@@ -104,6 +106,7 @@ fn write(
         outcome,
         status_message: None,
         now_ms: 10,
+        input_requests: None,
     }
 }
 

@@ -10,8 +10,8 @@
 use std::sync::{Mutex, MutexGuard};
 use tasklatch::contract::{self, Decision, Negotiated, TaskRecord};
 use tasklatch::store::{
-    self, Answer, CLAIM_BATCH_MAX, CreateCommand, ListPage, ListQuery, OutboxClaim, StoreError,
-    StoreFactory, StoreOptions, TaskStore, TransitionCommand, WrappedRequest,
+    self, Answer, CLAIM_BATCH_MAX, CreateCommand, InputCommand, ListPage, ListQuery, OutboxClaim,
+    StoreError, StoreFactory, StoreOptions, TaskStore, TransitionCommand, WrappedRequest,
 };
 
 /// A bug `VecStore` can be built with.
@@ -155,6 +155,19 @@ impl TaskStore for VecStore {
         }
         let after = store::cancelled_record(current.expect("apply implies found"), now_ms);
         find_mut(&mut rows, task_id).expect("found above").record = after.clone();
+        Ok(Answer::new(decision, Some(after)))
+    }
+
+    fn answer_input(&self, command: &InputCommand) -> Result<Answer, StoreError> {
+        let mut rows = self.rows()?;
+        let current = find(&rows, &command.task_id).map(|row| &row.record);
+        let (decision, after) = store::input_decision(command, current);
+        let Some(after) = after else {
+            return Ok(Answer::new(decision, current.cloned()));
+        };
+        find_mut(&mut rows, &command.task_id)
+            .expect("found above")
+            .record = after.clone();
         Ok(Answer::new(decision, Some(after)))
     }
 

@@ -120,6 +120,8 @@ fn create_command(prefix: &str, n: usize) -> CreateCommand {
         correlation_id: task_id.clone(),
         task_id,
         now_ms: 1,
+        era: crate::contract::Era::Core2025,
+        input_responses: None,
     }
 }
 
@@ -140,6 +142,7 @@ fn store_create_complete(
             outcome: crate::conformance::outcome_for(TaskStatus::Completed, "bench"),
             status_message: None,
             now_ms: 2,
+            input_requests: None,
         })?;
     }
     Ok(per_second(2 * tasks, started))
@@ -206,6 +209,7 @@ fn store_contended(
                             outcome: None,
                             status_message: None,
                             now_ms: 2,
+                            input_requests: None,
                         })?;
                         applied += usize::from(answer.decision == Decision::ApplyTransition);
                         if let Some(record) = answer.record {

@@ -213,6 +213,8 @@ fn command(
         task_id: task_id.into(),
         correlation_id: format!("corr-{task_id}"),
         now_ms,
+        era: crate::contract::Era::Core2025,
+        input_responses: None,
     }
 }
 
@@ -231,6 +233,7 @@ fn transition(
         outcome: outcome_for(next, task_id),
         status_message: None,
         now_ms,
+        input_requests: None,
     }
 }
 
@@ -307,6 +310,8 @@ impl Evaluator for StoreEvaluator<'_> {
                         task_id: format!("{}-new-task", case.id),
                         correlation_id: case.id.clone(),
                         now_ms,
+                        era: crate::contract::Era::Core2025,
+                        input_responses: None,
                     })
                     .map_err(store_err("create"))?;
                 let task_id = (answer.decision == Decision::ReplayTask)
@@ -1161,6 +1166,9 @@ fn record_diff(expected: &TaskRecord, got: &TaskRecord) -> Option<String> {
         outcome,
         status_message,
         correlation_id,
+        era,
+        input_requests,
+        input_responses,
     } = expected;
     macro_rules! compare {
         ($($field:ident),*) => {
@@ -1193,7 +1201,10 @@ fn record_diff(expected: &TaskRecord, got: &TaskRecord) -> Option<String> {
         cancel_requested,
         outcome,
         status_message,
-        correlation_id
+        correlation_id,
+        era,
+        input_requests,
+        input_responses
     );
     None
 }
@@ -1504,6 +1515,7 @@ fn step(
         outcome,
         status_message: status_message.map(str::to_owned),
         now_ms,
+        input_requests: None,
     }
 }
 

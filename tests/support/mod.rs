@@ -261,5 +261,7 @@ pub fn create_command(task_id: &str, now_ms: u64) -> tasklatch::store::CreateCom
         task_id: task_id.into(),
         correlation_id: "c".into(),
         now_ms,
+        era: tasklatch::contract::Era::Core2025,
+        input_responses: None,
     }
 }

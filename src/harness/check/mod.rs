@@ -93,6 +93,8 @@ pub enum AppliedKind {
     Transition,
     /// A cancel applied (`Decision::ApplyCancel`).
     Cancel,
+    /// Answers to open input requests applied (`Decision::ApplyInput`).
+    Input,
 }
 
 /// A client operation, as invoked.

@@ -311,6 +311,7 @@ fn glyph(event: &Event) -> Option<(Shape, &'static str, &str)> {
                 (AppliedKind::Create, _) => "#43a047",
                 (AppliedKind::Transition, _) => "#1b5e20",
                 (AppliedKind::Cancel, _) => "#fb8c00",
+                (AppliedKind::Input, _) => "#00897b",
             };
             Some((Shape::Square, colour, task_id.as_str()))
         }

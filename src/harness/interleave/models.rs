@@ -29,10 +29,10 @@ mod memory;
 
 // What `memory.rs` takes from `super::` besides `sync`.
 use crate::store::{
-    Answer, CLAIM_BATCH_MAX, CreateCommand, ListPage, ListQuery, OutboxClaim, StoreError,
-    StoreOptions, TaskStore, TransitionCommand, WrappedRequest, applied_transition,
-    cancelled_record, check_transition_command, list_page, list_preamble, page_limit,
-    random_secret,
+    Answer, CLAIM_BATCH_MAX, CreateCommand, InputCommand, ListPage, ListQuery, OutboxClaim,
+    StoreError, StoreOptions, TaskStore, TransitionCommand, WrappedRequest, applied_transition,
+    cancelled_record, check_transition_command, input_decision, list_page, list_preamble,
+    page_limit, random_secret,
 };
 
 use crate::contract::{Decision, Negotiated, TaskOutcome, TaskStatus, TaskSupport};
@@ -145,6 +145,8 @@ fn create(caller: &str, key: Option<&str>, task_id: &str) -> CreateCommand {
         task_id: task_id.into(),
         correlation_id: task_id.into(),
         now_ms: 0,
+        era: crate::contract::Era::Core2025,
+        input_responses: None,
     }
 }
 
@@ -159,6 +161,7 @@ fn write(task_id: &str, expected_version: u64, next: TaskStatus) -> TransitionCo
         }),
         status_message: None,
         now_ms: 1,
+        input_requests: None,
     }
 }
 

@@ -741,6 +741,8 @@ impl Sut {
                         task_id: model.next_task_id.clone(),
                         correlation_id: model.next_task_id.clone(),
                         now_ms,
+                        era: crate::contract::Era::Core2025,
+                        input_responses: None,
                     })
                     .map_err(failed)?;
                 Expect::Answer {
@@ -856,6 +858,7 @@ impl Sut {
                         }),
                         status_message: None,
                         now_ms,
+                        input_requests: None,
                     })
                     .map_err(failed)?;
                 let acked = if matches!(

@@ -408,6 +408,7 @@ impl Client {
             outcome: None,
             status_message: Some("input provided".into()),
             now_ms: SimEnv.now_ms(),
+            input_requests: None,
         }) else {
             return;
         };

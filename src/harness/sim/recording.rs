@@ -5,7 +5,7 @@ use super::history::History;
 use crate::check::{AppliedKind, Event};
 use crate::contract::{Decision, Negotiated, TaskRecord, TaskStatus};
 use crate::store::{
-    Answer, CreateCommand, ListPage, ListQuery, OutboxClaim, StoreError, TaskStore,
+    Answer, CreateCommand, InputCommand, ListPage, ListQuery, OutboxClaim, StoreError, TaskStore,
     TransitionCommand,
 };
 use std::sync::Arc;
@@ -94,6 +94,17 @@ impl TaskStore for RecordingStore {
     fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         self.available()?;
         self.inner.read(task_id)
+    }
+
+    fn answer_input(&self, command: &InputCommand) -> Result<Answer, StoreError> {
+        self.available()?;
+        let answer = self.inner.answer_input(command)?;
+        if let (Decision::ApplyInput, Some(record)) = (answer.decision, &answer.record) {
+            // The version before is the one the swap pinned: one less than after.
+            let expected = record.version - 1;
+            self.applied(AppliedKind::Input, Some(expected), record, command.now_ms);
+        }
+        Ok(answer)
     }
 
     fn cancel(

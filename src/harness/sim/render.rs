@@ -71,6 +71,7 @@ fn write_event(out: &mut String, event: &Event) {
                 AppliedKind::Create => "Create",
                 AppliedKind::Transition => "Transition",
                 AppliedKind::Cancel => "Cancel",
+                AppliedKind::Input => "Input",
             });
             out.push_str(", expected_version: ");
             write_option_u64(out, *expected_version);

@@ -7,7 +7,7 @@ use crate::check::Event;
 use crate::contract::{TaskOutcome, TaskRecord, TaskSupport};
 use crate::mcp::tools::{Catalog, ToolSpec};
 use crate::mcp::wire::{self, RpcError};
-use crate::runtime::{BoxFuture, Env, Invocation, Notify, ToolStep, Tools};
+use crate::runtime::{BoxFuture, Env, InputAsk, Invocation, Notify, ToolStep, Tools};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -33,7 +33,7 @@ impl Tools for Export {
         Box::pin(async move {
             if asks_for_input {
                 madsim::time::sleep(Duration::from_millis(low.max(1))).await;
-                return ToolStep::NeedsInput("which columns should the export hold?".into());
+                return ToolStep::NeedsInput(columns_question());
             }
             let work_ms = low + madsim::rand::random::<u64>() % (high - low + 1);
             madsim::time::sleep(Duration::from_millis(work_ms)).await;
@@ -65,6 +65,29 @@ impl Tools for Export {
                 }),
             })
         })
+    }
+}
+
+/// The export's one question to its requestor.
+fn columns_question() -> InputAsk {
+    let mut requests = serde_json::Map::new();
+    requests.insert(
+        "columns".into(),
+        json!({
+            "method": "elicitation/create",
+            "params": {
+                "message": "Which columns should the export hold?",
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": { "columns": { "type": "string" } },
+                    "required": ["columns"],
+                },
+            },
+        }),
+    );
+    InputAsk {
+        message: "which columns should the export hold?".into(),
+        requests,
     }
 }
 

@@ -54,8 +54,14 @@ pub enum Decision {
     ReturnCancelled,
     /// `tasks/cancel` on a live task: it becomes `cancelled`.
     ApplyCancel,
-    /// `tasks/cancel` on a terminal task: refused, nothing changes.
+    /// `tasks/cancel` on a terminal task: refused, nothing changes. (`tasks/update` on one
+    /// too; in 2026-07-28 both are acknowledged on the wire all the same.)
     AlreadyTerminal,
+    /// `tasks/update` answered at least one open input request: the answers are stored,
+    /// and once none is open the task is `working` again.
+    ApplyInput,
+    /// `tasks/update` answered nothing that is open: nothing changes.
+    IgnoreInput,
     // list
     /// `tasks/list`: a page of the caller's own unexpired tasks.
     ListTenantFiltered,
@@ -71,7 +77,7 @@ pub enum Surface {
     Create,
     /// A worker or sweeper writing a status.
     Transition,
-    /// `tasks/get`, `tasks/result`, `tasks/cancel`.
+    /// `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/update`: the requestor's operations on one task.
     Read,
     /// `tasks/list`.
     List,
@@ -99,7 +105,7 @@ impl Surface {
 
 impl Decision {
     /// Every code, in declaration order.
-    pub const ALL: [Decision; 24] = [
+    pub const ALL: [Decision; 26] = [
         Decision::AcceptNormal,
         Decision::AcceptTask,
         Decision::ReplayTask,
@@ -122,6 +128,8 @@ impl Decision {
         Decision::ReturnCancelled,
         Decision::ApplyCancel,
         Decision::AlreadyTerminal,
+        Decision::ApplyInput,
+        Decision::IgnoreInput,
         Decision::ListTenantFiltered,
         Decision::BlockBadCursor,
     ];
@@ -152,6 +160,8 @@ impl Decision {
             ReturnCancelled => "RETURN_CANCELLED",
             ApplyCancel => "APPLY_CANCEL",
             AlreadyTerminal => "ALREADY_TERMINAL",
+            ApplyInput => "APPLY_INPUT",
+            IgnoreInput => "IGNORE_INPUT",
             ListTenantFiltered => "LIST_TENANT_FILTERED",
             BlockBadCursor => "BLOCK_BAD_CURSOR",
         }
@@ -210,6 +220,8 @@ impl Decision {
                     | ReturnCancelled
                     | ApplyCancel
                     | AlreadyTerminal
+                    | ApplyInput
+                    | IgnoreInput
                     | BlockCapability
                     | BlockAuth
                     | BlockNotFound

@@ -220,6 +220,35 @@ pub fn guard_cancel(
     Decision::ApplyCancel
 }
 
+/// `tasks/update` (2026-07-28): answers to a task's open input requests.
+/// Not found / auth → expired → terminal → nothing open answered → apply.
+///
+/// Answers are eventually consistent: an answer to a key that is not open (never asked,
+/// already answered, or the task is not waiting) is ignored, not refused.
+pub fn guard_input<'k>(
+    caller: &str,
+    record: Option<&TaskRecord>,
+    answered: impl IntoIterator<Item = &'k String>,
+    now_ms: u64,
+) -> Decision {
+    let record = match locate_for(Access::Write, caller, record, now_ms) {
+        Ok(record) => record,
+        Err(decision) => return decision,
+    };
+    if latched(record.status) {
+        return Decision::AlreadyTerminal;
+    }
+    let open = match (&record.status, &record.input_requests) {
+        (TaskStatus::InputRequired, Some(open)) => open,
+        _ => return Decision::IgnoreInput,
+    };
+    if answered.into_iter().any(|key| open.contains_key(key)) {
+        Decision::ApplyInput
+    } else {
+        Decision::IgnoreInput
+    }
+}
+
 /// What the list guard knows about the request's cursor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CursorCheck {

@@ -8,6 +8,7 @@
 mod cursor;
 mod decision;
 mod digest;
+mod era;
 mod guard;
 mod negotiation;
 mod record;
@@ -19,11 +20,12 @@ pub use digest::{
     DigestInputError, RequestDigest, canonical_json, digest_of_message, hex_lower, request_digest,
     sha256_hex,
 };
+pub use era::Era;
 pub(crate) use guard::latched;
 pub use guard::{
     CreateRequest, CursorCheck, ListPosition, TransitionRequest, guard_cancel, guard_create,
-    guard_get, guard_list, guard_result, guard_transition, visible_tasks,
+    guard_get, guard_input, guard_list, guard_result, guard_transition, visible_tasks,
 };
 pub use negotiation::{Negotiated, TaskSupport};
-pub use record::{Admission, TaskOutcome, TaskRecord};
+pub use record::{Admission, InputMap, TaskOutcome, TaskRecord};
 pub use status::TaskStatus;

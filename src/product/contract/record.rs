@@ -2,9 +2,13 @@
 //! transaction as its outbox entry. The worker is disposable; this record is not.
 
 use super::digest::RequestDigest;
+use super::era::Era;
 use super::status::TaskStatus;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+/// Input requests or input responses, by key (each key unique for the task's life).
+pub type InputMap = Map<String, Value>;
 
 /// How a task ended, as `tasks/result` must replay it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -64,6 +68,16 @@ pub struct TaskRecord {
     pub status_message: Option<String>,
     /// Ties audit log lines of one task together (creation, dispatch, completion).
     pub correlation_id: String,
+    /// The protocol era the task was created in; it is served in that era's shapes.
+    #[serde(default, skip_serializing_if = "Era::is_default")]
+    pub era: Era,
+    /// The questions still open while `input_required` (the wire's `inputRequests`), by
+    /// key; `None` once answered or never asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_requests: Option<InputMap>,
+    /// Every answer the requestor gave, by key; the tool reads them when it runs again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<InputMap>,
 }
 
 /// The inputs to admit a new task. Time and ids are arguments: the contract draws neither.
@@ -89,6 +103,10 @@ pub struct Admission {
     pub poll_interval_ms: Option<u64>,
     /// Id tying the task's audit lines together.
     pub correlation_id: String,
+    /// The protocol era of the creating request.
+    pub era: Era,
+    /// Answers given before admission (see [`TaskRecord::input_responses`]).
+    pub input_responses: Option<InputMap>,
 }
 
 impl TaskRecord {
@@ -116,6 +134,11 @@ impl TaskRecord {
             outcome: None,
             status_message: None,
             correlation_id: admission.correlation_id,
+            era: admission.era,
+            input_requests: None,
+            input_responses: admission
+                .input_responses
+                .filter(|answers| !answers.is_empty()),
         };
         record.assert_invariants();
         record
@@ -141,10 +164,54 @@ impl TaskRecord {
         let mut after = self.clone();
         after.status = next;
         after.version = self.version + 1;
+        if next == TaskStatus::Working {
+            // Back at work: whatever was asked is no longer open.
+            after.input_requests = None;
+        }
         // lastUpdatedAt never runs backwards, even if a caller's clock does.
         after.updated_at_ms = now_ms.max(self.updated_at_ms);
         after.assert_invariants();
         after
+    }
+
+    /// The record after the requestor answered some of its open input requests: the
+    /// answers to open keys are kept, other keys ignored; once none is left open the task
+    /// is `working` again. `None` when nothing open was answered (nothing changes).
+    /// Call only where [`guard_input`](super::guard_input) said
+    /// [`ApplyInput`](super::Decision::ApplyInput).
+    pub fn with_input(&self, responses: &InputMap, now_ms: u64) -> Option<TaskRecord> {
+        assert_eq!(
+            self.status,
+            TaskStatus::InputRequired,
+            "input applied to task {} in {}",
+            self.task_id,
+            self.status
+        );
+        let open = self.input_requests.as_ref()?;
+        let answered: Vec<&String> = responses
+            .keys()
+            .filter(|key| open.contains_key(*key))
+            .collect();
+        if answered.is_empty() {
+            return None;
+        }
+        let mut after = self.clone();
+        let mut still_open = open.clone();
+        let kept = after.input_responses.get_or_insert_with(Map::new);
+        for key in answered {
+            still_open.remove(key);
+            kept.insert(key.clone(), responses[key].clone());
+        }
+        after.version = self.version + 1;
+        after.updated_at_ms = now_ms.max(self.updated_at_ms);
+        if still_open.is_empty() {
+            after.status = TaskStatus::Working;
+            after.input_requests = None;
+        } else {
+            after.input_requests = Some(still_open);
+        }
+        after.assert_invariants();
+        Some(after)
     }
 
     /// Structural invariants every stored record satisfies; panics on a violation.
@@ -177,6 +244,17 @@ impl TaskRecord {
         }
         if self.outcome.is_some() && !self.status.is_terminal() {
             return Some("an outcome on a live task");
+        }
+        if self.input_requests.as_ref().is_some_and(Map::is_empty) {
+            return Some("an empty set of input requests (none is `None`)");
+        }
+        if self.input_requests.is_some() && self.status == TaskStatus::Working {
+            return Some("open input requests on a working task");
+        }
+        if let (Some(asked), Some(answered)) = (&self.input_requests, &self.input_responses)
+            && asked.keys().any(|key| answered.contains_key(key))
+        {
+            return Some("an input request that is both open and answered");
         }
         None
     }

@@ -19,6 +19,7 @@
 //! a content type other than JSON `415`; each with a JSON-RPC error body. An
 //! `Idempotency-Key` header works like `_meta["dev.tasklatch/idempotency-key"]`.
 
+use super::modern;
 use super::server::{Server, Session};
 use super::wire::{self, Incoming, RpcError, code};
 use crate::contract::Negotiated;
@@ -110,6 +111,10 @@ pub struct HttpConfig {
     pub body_bytes_max: usize,
     /// Sessions open at once (see [`SESSIONS_MAX`]).
     pub sessions_max: usize,
+    /// The authorization key requests without an `Authorization` header are bound to
+    /// (`serve --anonymous`); `None`: such requests are refused with `401`. A token that
+    /// is sent must still be a known one.
+    pub anonymous: Option<String>,
 }
 
 struct Shared {
@@ -215,18 +220,25 @@ fn check_origin(shared: &Shared, headers: &HeaderMap) -> Result<(), Refused> {
     }
 }
 
+/// The caller's authorization key: its bearer token's, or the anonymous key when no
+/// `Authorization` header was sent and `--anonymous` is on.
+fn authorization_key<'s>(shared: &'s Shared, headers: &HeaderMap) -> Option<&'s str> {
+    match headers.get(header::AUTHORIZATION) {
+        None => shared.config.anonymous.as_deref(),
+        Some(value) => {
+            let token = value.to_str().ok()?.strip_prefix("Bearer ")?.trim();
+            shared.config.tokens.auth_key(token)
+        }
+    }
+}
+
 fn check_caller(
     shared: &Shared,
     headers: &HeaderMap,
     initializing: bool,
 ) -> Result<Caller, Refused> {
     check_origin(shared, headers)?;
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .map(str::trim);
-    let Some(auth_key) = token.and_then(|token| shared.config.tokens.auth_key(token)) else {
+    let Some(auth_key) = authorization_key(shared, headers) else {
         return Err(refused(
             StatusCode::UNAUTHORIZED,
             "Unauthorized: send Authorization: Bearer <token>",
@@ -276,16 +288,21 @@ fn check_caller(
     }
 }
 
+/// The `Idempotency-Key` header, if it is a usable key (1 to 256 bytes).
+fn idempotency_header(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get("idempotency-key")
+        .and_then(|value| value.to_str().ok())
+        .filter(|key| !key.is_empty() && key.len() <= 256)
+        .map(str::to_owned)
+}
+
 fn session_of(caller: &Caller, session_id: &str, headers: &HeaderMap) -> Session {
     Session {
         id: session_id.to_owned(),
         auth_key: caller.auth_key.clone(),
         negotiated: Negotiated::FULL,
-        idempotency_header: headers
-            .get("idempotency-key")
-            .and_then(|value| value.to_str().ok())
-            .filter(|key| !key.is_empty() && key.len() <= 256)
-            .map(str::to_owned),
+        idempotency_header: idempotency_header(headers),
     }
 }
 
@@ -349,6 +366,9 @@ async fn on_post(
                 .into_response();
         }
     };
+    if is_modern(&headers, &incoming) {
+        return modern_post(&shared, &headers, incoming).await;
+    }
     let initializing =
         matches!(&incoming, Incoming::Request { method, .. } if method == "initialize");
     let caller = match check_caller(&shared, &headers, initializing) {
@@ -462,6 +482,9 @@ fn sse_response(receive: tokio::sync::mpsc::Receiver<Value>, until_response: boo
 }
 
 async fn on_get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    if modern_version_header(&headers).is_some() {
+        return modern_method_not_allowed();
+    }
     let caller = match check_caller(&shared, &headers, false) {
         Ok(caller) => caller,
         Err(refusal) => return refusal.into_response(),
@@ -484,6 +507,9 @@ async fn on_get(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respon
 }
 
 async fn on_delete(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    if modern_version_header(&headers).is_some() {
+        return modern_method_not_allowed();
+    }
     let caller = match check_caller(&shared, &headers, false) {
         Ok(caller) => caller,
         Err(refusal) => return refusal.into_response(),
@@ -496,4 +522,131 @@ async fn on_delete(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Res
         .remove(&session_id);
     shared.server.unsubscribe(&session_id);
     StatusCode::NO_CONTENT.into_response()
+}
+
+// ---------------------------------------------------------------------------------------
+// The 2026-07-28 era: no sessions; every request says who it is in `_meta` and headers.
+// ---------------------------------------------------------------------------------------
+
+/// The `MCP-Protocol-Version` header, when it names a version after the 2025-11-25 era
+/// (an unknown one included: it is answered `-32022`, not served as legacy).
+fn modern_version_header(headers: &HeaderMap) -> Option<&str> {
+    let version = headers.get("mcp-protocol-version")?.to_str().ok()?.trim();
+    (!wire::SUPPORTED_VERSIONS.contains(&version)).then_some(version)
+}
+
+/// A request of the 2026-07-28 era: its version header says so, or (header missing) its
+/// params carry that era's envelope. Everything else is 2025-11-25, session by session.
+fn is_modern(headers: &HeaderMap, incoming: &Incoming) -> bool {
+    if modern_version_header(headers).is_some() {
+        return true;
+    }
+    headers.get("mcp-protocol-version").is_none()
+        && matches!(incoming, Incoming::Request { params, .. } if modern::carries_envelope(params))
+}
+
+fn modern_method_not_allowed() -> Response {
+    rpc_error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        code::INVALID_REQUEST,
+        "Method not allowed: protocol version 2026-07-28 has no sessions and no GET stream",
+    )
+}
+
+/// A header value as sent, trimmed; `=?base64?…?=` values decoded.
+fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
+    let raw = headers.get(name)?.to_str().ok()?.trim();
+    match raw
+        .strip_prefix("=?base64?")
+        .and_then(|rest| rest.strip_suffix("?="))
+    {
+        Some(encoded) => {
+            use base64::Engine as _;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .ok()?;
+            String::from_utf8(bytes).ok()
+        }
+        None => Some(raw.to_owned()),
+    }
+}
+
+/// The routing headers must say what the body says (`-32020` otherwise).
+fn check_routing_headers(
+    headers: &HeaderMap,
+    envelope: &modern::Envelope,
+    method: &str,
+    params: &serde_json::Map<String, Value>,
+) -> Result<(), RpcError> {
+    let mismatch = |message: String| RpcError::new(modern::error_code::HEADER_MISMATCH, message);
+    let expect = |name: &str, body: &str| match header_text(headers, name) {
+        None => Err(mismatch(format!(
+            "Header mismatch: {name} header is required"
+        ))),
+        Some(value) if value == body => Ok(()),
+        Some(value) => Err(mismatch(format!(
+            "Header mismatch: {name} header value {value:?} does not match body value {body:?}"
+        ))),
+    };
+    expect("mcp-protocol-version", &envelope.version)?;
+    expect("mcp-method", method)?;
+    let name_field = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        _ => None,
+    };
+    if let Some(field) = name_field
+        && let Some(body) = params.get(field).and_then(Value::as_str)
+    {
+        expect("mcp-name", body)?;
+    }
+    Ok(())
+}
+
+async fn modern_post(shared: &Arc<Shared>, headers: &HeaderMap, incoming: Incoming) -> Response {
+    if let Err(refusal) = check_origin(shared, headers) {
+        return refusal.into_response();
+    }
+    let Some(auth_key) = authorization_key(shared, headers) else {
+        return Refused {
+            status: StatusCode::UNAUTHORIZED,
+            message: "Unauthorized: send Authorization: Bearer <token>",
+        }
+        .into_response();
+    };
+    let Incoming::Request { id, method, params } = incoming else {
+        // This era defines no client notifications over HTTP: accepted, nothing to do.
+        return StatusCode::ACCEPTED.into_response();
+    };
+    let session = Session {
+        id: String::new(),
+        auth_key: auth_key.to_owned(),
+        negotiated: Negotiated::FULL,
+        idempotency_header: idempotency_header(headers),
+    };
+    let answer = match modern::envelope(&params) {
+        Err(error) => Err(error),
+        Ok(envelope) => match check_routing_headers(headers, &envelope, &method, &params) {
+            Err(error) => Err(error),
+            Ok(()) => {
+                shared
+                    .server
+                    .handle_modern(&session, &envelope, &method, &params)
+                    .await
+            }
+        },
+    };
+    let status = StatusCode::from_u16(modern::http_status(answer.as_ref().err()))
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = match answer {
+        Ok(result) => wire::response(&id, result),
+        Err(error) => wire::error_response(&id, &error),
+    };
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
 }

@@ -1,13 +1,17 @@
-//! The MCP 2025-11-25 tasks server: JSON-RPC over stdio and Streamable HTTP, speaking the
-//! exact shapes of the experimental tasks utility, with the contract's decisions mapped to
-//! the wire.
+//! The MCP tasks server: JSON-RPC over stdio and Streamable HTTP, speaking the exact shapes
+//! of both protocol eras — the 2025-11-25 experimental tasks utility (this page) and the
+//! 2026-07-28 extension `io.modelcontextprotocol/tasks` ([`modern`]) — with the contract's
+//! decisions mapped to each era's wire. A request is served in the era it speaks
+//! (docs/design.md §12).
 //!
 //! No Rust SDK serves 2025-11-25 tasks (rmcp 3.x moved to the later tasks extension and
 //! drops the `task` param), so tasklatch carries its own small JSON-RPC layer:
 //!
 //! - [`wire`] — framing, error codes, the `Task` object, timestamps.
 //! - [`server`] — [`server::Server`], the handler every transport and the simulation call.
+//! - [`modern`] — the 2026-07-28 era: envelope, `server/discover`, the extension's shapes.
 //! - [`tools`] — the built-in example tools (`export`, `archive`, `echo`).
+//! - [`suite_tools`] — the official conformance suite's fixture tools (`--conformance-tools`).
 //! - [`stdio`] — the stdio transport.
 //! - [`http`] — the Streamable HTTP transport (sessions, bearer tokens, SSE).
 //!
@@ -40,8 +44,10 @@
 //! every madsim run also exercises this layer and its oracle judges what the wire showed.
 
 pub mod http;
+pub mod modern;
 pub mod server;
 pub mod stdio;
+pub mod suite_tools;
 pub mod tools;
 pub mod wire;
 
@@ -75,6 +81,7 @@ impl Assembly {
             exports,
             store: store.clone(),
             env: env.clone(),
+            conformance_tools: config.conformance_tools,
         });
         let server = Arc::new(Server::new(
             store.clone(),

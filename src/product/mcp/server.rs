@@ -42,6 +42,8 @@ pub struct ServerConfig {
     pub notifications_queued_max: usize,
     /// Write store errors to stderr (the caller only ever sees a generic `-32603`).
     pub log_store_errors: bool,
+    /// Offer the conformance suite's fixture tools too (`serve --conformance-tools`).
+    pub conformance_tools: bool,
 }
 
 impl Default for ServerConfig {
@@ -56,6 +58,7 @@ impl Default for ServerConfig {
             list_page: 50,
             notifications_queued_max: 1_024,
             log_store_errors: true,
+            conformance_tools: false,
         }
     }
 }
@@ -99,7 +102,7 @@ pub struct Server {
     pub env: Arc<dyn Env>,
     /// The settings the server was built with.
     pub config: ServerConfig,
-    specs: Vec<ToolSpec>,
+    pub(super) specs: Vec<ToolSpec>,
     /// Woken on every status change this process applies.
     changed: tokio::sync::Notify,
     subscribers: Mutex<BTreeMap<String, Subscriber>>,
@@ -160,6 +163,21 @@ impl Server {
     /// Handles one parsed message; returns the response to send, if any.
     pub async fn handle(&self, session: &Session, incoming: Incoming) -> Option<Value> {
         match incoming {
+            Incoming::Request { id, method, params }
+                if super::modern::carries_envelope(&params) =>
+            {
+                let answer = match super::modern::envelope(&params) {
+                    Ok(envelope) => {
+                        self.handle_modern(session, &envelope, &method, &params)
+                            .await
+                    }
+                    Err(error) => Err(error),
+                };
+                Some(match answer {
+                    Ok(result) => wire::response(&id, result),
+                    Err(error) => wire::error_response(&id, &error),
+                })
+            }
             Incoming::Request { id, method, params } => {
                 Some(match self.request(session, &method, &params).await {
                     Ok(result) => wire::response(&id, result),
@@ -231,21 +249,7 @@ impl Server {
         session: &Session,
         params: &Map<String, Value>,
     ) -> Result<Value, RpcError> {
-        let name = wire::required_string(params, "name")?;
-        let spec = self
-            .specs
-            .iter()
-            .find(|spec| spec.name == name)
-            .ok_or_else(|| RpcError::invalid_params(format!("Unknown tool: {name}")))?;
-        let arguments = match params.get("arguments") {
-            None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(arguments)) => arguments.clone(),
-            Some(_) => {
-                return Err(RpcError::invalid_params(
-                    "params.arguments must be an object",
-                ));
-            }
-        };
+        let (name, spec, arguments) = self.tool_call_target(params)?;
         let task = match params.get("task") {
             None | Some(Value::Null) => None,
             Some(Value::Object(task)) => Some(task),
@@ -258,16 +262,7 @@ impl Server {
             })?),
         };
         let meta = params.get("_meta").and_then(Value::as_object);
-        let idempotency_key = match meta.and_then(|meta| meta.get(wire::IDEMPOTENCY_KEY)) {
-            None | Some(Value::Null) => session.idempotency_header.clone(),
-            Some(Value::String(key)) if !key.is_empty() && key.len() <= 256 => Some(key.clone()),
-            Some(_) => {
-                return Err(RpcError::invalid_params(format!(
-                    "_meta[\"{}\"] must be a string of 1 to 256 bytes",
-                    wire::IDEMPOTENCY_KEY
-                )));
-            }
-        };
+        let idempotency_key = self.idempotency_key(session, meta)?;
         self.tools.validate(name, &arguments)?;
         let now_ms = self.env.now_ms();
         let ttl_ms = requested_ttl_ms
@@ -289,6 +284,8 @@ impl Server {
             task_id: self.new_id(),
             correlation_id: self.new_id(),
             now_ms,
+            era: crate::contract::Era::Core2025,
+            input_responses: None,
         };
         let answer = self
             .store
@@ -317,8 +314,8 @@ impl Server {
                 match self.tools.call(name, arguments, None).await {
                     ToolStep::Finished(outcome) => answer_of(outcome),
                     // Input can only be asked of a task's requestor.
-                    ToolStep::NeedsInput(message) => Ok(json!({
-                        "content": [{ "type": "text", "text": message }],
+                    ToolStep::NeedsInput(ask) => Ok(json!({
+                        "content": [{ "type": "text", "text": ask.message }],
                         "isError": true,
                     })),
                 }
@@ -460,9 +457,51 @@ impl Server {
         }
     }
 
+    /// The tool a `tools/call` names (`-32602` if unknown) and its arguments object.
+    pub(super) fn tool_call_target<'p>(
+        &self,
+        params: &'p Map<String, Value>,
+    ) -> Result<(&'p str, &ToolSpec, Map<String, Value>), RpcError> {
+        let name = wire::required_string(params, "name")?;
+        let spec = self
+            .specs
+            .iter()
+            .find(|spec| spec.name == name)
+            .ok_or_else(|| RpcError::invalid_params(format!("Unknown tool: {name}")))?;
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(arguments)) => arguments.clone(),
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "params.arguments must be an object",
+                ));
+            }
+        };
+        Ok((name, spec, arguments))
+    }
+
+    /// The request's idempotency key: `_meta["dev.tasklatch/idempotency-key"]`, else the
+    /// HTTP `Idempotency-Key` header.
+    pub(super) fn idempotency_key(
+        &self,
+        session: &Session,
+        meta: Option<&Map<String, Value>>,
+    ) -> Result<Option<String>, RpcError> {
+        match meta.and_then(|meta| meta.get(wire::IDEMPOTENCY_KEY)) {
+            None | Some(Value::Null) => Ok(session.idempotency_header.clone()),
+            Some(Value::String(key)) if !key.is_empty() && key.len() <= 256 => {
+                Ok(Some(key.clone()))
+            }
+            Some(_) => Err(RpcError::invalid_params(format!(
+                "_meta[\"{}\"] must be a string of 1 to 256 bytes",
+                wire::IDEMPOTENCY_KEY
+            ))),
+        }
+    }
+
     /// A store failure as the caller sees it; the cause goes to the log, not to the
     /// caller (it may name paths or hosts).
-    fn internal(&self, error: StoreError) -> RpcError {
+    pub(super) fn internal(&self, error: StoreError) -> RpcError {
         if self.config.log_store_errors {
             eprintln!("tasklatch: store error: {error}");
         }
@@ -470,7 +509,7 @@ impl Server {
     }
 
     /// A fresh 128-bit random id, hex.
-    fn new_id(&self) -> String {
+    pub(super) fn new_id(&self) -> String {
         format!(
             "{:016x}{:016x}",
             self.env.random_u64(),
@@ -559,7 +598,7 @@ fn with_related_task(result: Value, task_id: &str) -> Value {
 
 /// The answer to a refused read or cancel. Not found, another tenant's, and expired for
 /// someone else are one and the same answer.
-fn refusal(decision: Decision) -> RpcError {
+pub(super) fn refusal(decision: Decision) -> RpcError {
     match decision {
         Decision::BlockNotFound | Decision::BlockAuth => {
             RpcError::invalid_params("Failed to retrieve task: Task not found")
@@ -571,7 +610,7 @@ fn refusal(decision: Decision) -> RpcError {
     }
 }
 
-fn unexpected(decision: Decision) -> RpcError {
+pub(super) fn unexpected(decision: Decision) -> RpcError {
     internal_message(&format!("unexpected decision {}", decision.code()))
 }
 

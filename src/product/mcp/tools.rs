@@ -43,6 +43,16 @@ impl ToolSpec {
             "execution": { "taskSupport": self.task_support.as_str() },
         })
     }
+
+    /// The `Tool` object of a 2026-07-28 `tools/list`: no `execution` (the server alone
+    /// decides what runs as a task there).
+    pub fn to_json_modern(&self) -> Value {
+        json!({
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+        })
+    }
 }
 
 /// The tools a server offers: what `tools/list` shows, how arguments are checked before
@@ -53,6 +63,22 @@ pub trait Catalog: Send + Sync {
     fn specs(&self) -> Vec<ToolSpec>;
     /// Checks a call's arguments; the error names the argument.
     fn validate(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), RpcError>;
+    /// Input a tool needs before it can be admitted at all (2026-07-28 multi round-trip
+    /// requests): `Some` asks the client, whose retry of the call brings `responses`.
+    /// Most tools need none.
+    fn prepare(
+        &self,
+        _name: &str,
+        _arguments: &Map<String, Value>,
+        _responses: &crate::contract::InputMap,
+    ) -> Option<crate::runtime::InputAsk> {
+        None
+    }
+    /// The client capability (`"sampling"`, `"elicitation"`, …) a tool needs declared on
+    /// the request (2026-07-28 asks it per request); `None` for most tools.
+    fn required_capability(&self, _name: &str) -> Option<&'static str> {
+        None
+    }
     /// Runs a tool synchronously (`task_id: None`) or for a task.
     fn call(
         &self,
@@ -73,10 +99,74 @@ pub(crate) struct ExampleTools {
     pub(crate) exports: PathBuf,
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) env: Arc<dyn Env>,
+    /// Also offer the conformance suite's fixture tools ([`super::suite_tools`]).
+    pub(crate) conformance_tools: bool,
+}
+
+impl ExampleTools {
+    fn is_suite_tool(&self, name: &str) -> bool {
+        self.conformance_tools && super::suite_tools::NAMES.contains(&name)
+    }
 }
 
 impl Catalog for ExampleTools {
     fn specs(&self) -> Vec<ToolSpec> {
+        let mut specs = self.own_specs();
+        if self.conformance_tools {
+            specs.extend(super::suite_tools::specs());
+        }
+        specs
+    }
+
+    fn required_capability(&self, name: &str) -> Option<&'static str> {
+        if self.is_suite_tool(name) {
+            super::suite_tools::required_capability(name)
+        } else {
+            None
+        }
+    }
+
+    fn prepare(
+        &self,
+        name: &str,
+        _arguments: &Map<String, Value>,
+        responses: &crate::contract::InputMap,
+    ) -> Option<crate::runtime::InputAsk> {
+        if self.is_suite_tool(name) {
+            super::suite_tools::prepare(name, responses)
+        } else {
+            None
+        }
+    }
+
+    /// Checks a call's arguments against the tool; the error names the argument.
+    fn validate(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), RpcError> {
+        if self.is_suite_tool(name) {
+            super::suite_tools::validate(name, arguments)
+        } else {
+            self.validate_own(name, arguments)
+        }
+    }
+
+    fn call(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        task_id: Option<String>,
+    ) -> BoxFuture<'static, ToolStep> {
+        if self.is_suite_tool(name) {
+            let (name, store, env) = (name.to_owned(), self.store.clone(), self.env.clone());
+            let task = task_id.and_then(|task_id| self.store.read(&task_id).ok().flatten());
+            return Box::pin(async move {
+                super::suite_tools::run(&name, arguments, task, store, env).await
+            });
+        }
+        self.call_own(name, arguments, task_id)
+    }
+}
+
+impl ExampleTools {
+    fn own_specs(&self) -> Vec<ToolSpec> {
         vec![
             ToolSpec {
                 name: "export",
@@ -119,8 +209,7 @@ impl Catalog for ExampleTools {
         ]
     }
 
-    /// Checks a call's arguments against the tool; the error names the argument.
-    fn validate(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), RpcError> {
+    fn validate_own(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), RpcError> {
         let bad = |message: String| Err(RpcError::invalid_params(message));
         let allowed: &[&str] = match name {
             "export" => &["name", "rows", "delay_ms"],
@@ -173,7 +262,7 @@ impl Catalog for ExampleTools {
         Ok(())
     }
 
-    fn call(
+    fn call_own(
         &self,
         name: &str,
         arguments: Map<String, Value>,
@@ -227,6 +316,13 @@ impl Tools for ExampleTools {
             Some(Value::Object(arguments)) => arguments,
             _ => Map::new(),
         };
+        if self.is_suite_tool(&invocation.request.name) {
+            let (store, env) = (self.store.clone(), self.env.clone());
+            return Box::pin(async move {
+                let name = invocation.request.name;
+                super::suite_tools::run(&name, arguments, Some(invocation.task), store, env).await
+            });
+        }
         self.call(
             &invocation.request.name,
             arguments,

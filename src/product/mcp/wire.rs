@@ -380,6 +380,8 @@ mod tests {
                 ttl_ms,
                 poll_interval_ms,
                 correlation_id: "c0ffee".into(),
+                era: crate::contract::Era::Core2025,
+                input_responses: None,
             })
         };
         let mut records = vec![admitted(Some(600_000), Some(100)), admitted(None, None)];

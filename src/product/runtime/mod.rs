@@ -23,7 +23,7 @@ pub mod queue;
 pub use env::{BoxFuture, Env, TokioEnv};
 pub use queue::{Delivery, MemoryQueue, Message, Queue, QueueError, Receipt};
 
-use crate::contract::{Decision, TaskOutcome, TaskRecord, TaskStatus};
+use crate::contract::{Decision, InputMap, TaskOutcome, TaskRecord, TaskStatus};
 use crate::store::{StoreError, TaskStore, TransitionCommand, WrappedRequest};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -125,9 +125,20 @@ pub struct Invocation {
 pub enum ToolStep {
     /// The request's final outcome (an `isError` result or an RPC error means `failed`).
     Finished(TaskOutcome),
-    /// The tool needs the requestor first: the task moves to `input_required` with this
-    /// message, and runs again once it is `working` again.
-    NeedsInput(String),
+    /// The tool needs the requestor first: the task moves to `input_required` with these
+    /// questions, and runs again (with the answers in `Invocation::task.input_responses`)
+    /// once they are answered.
+    NeedsInput(InputAsk),
+}
+
+/// What a tool asks of its requestor before it can go on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputAsk {
+    /// The task's `statusMessage` while it waits.
+    pub message: String,
+    /// The questions by key (e.g. `{"confirm": {"method": "elicitation/create", …}}`);
+    /// at least one, each key new for the task (keys already answered are dropped).
+    pub requests: InputMap,
 }
 
 /// Runs tools: the side effect. Must be idempotent per task id (a task may be delivered
@@ -348,14 +359,25 @@ impl Runtime {
         self.probe.at(Point::AfterEffect, &task.task_id).await;
         let outcome = match step {
             ToolStep::Finished(outcome) => outcome,
-            ToolStep::NeedsInput(request_message) => {
+            ToolStep::NeedsInput(ask) => {
+                let mut requests = ask.requests;
+                if let Some(answered) = &task.input_responses {
+                    requests.retain(|key, _| !answered.contains_key(key));
+                }
+                if requests.is_empty() {
+                    // Nothing new to ask: a tool bug, which must not strand the task.
+                    return self
+                        .complete(&delivery, &task, tool_asked_nothing(&task.task_id))
+                        .await;
+                }
                 let asked = self.store.transition(&TransitionCommand {
                     task_id: task.task_id.clone(),
                     caller: task.auth_key.clone(),
                     expected_version: task.version,
                     next: TaskStatus::InputRequired,
                     outcome: None,
-                    status_message: Some(request_message),
+                    status_message: Some(ask.message),
+                    input_requests: Some(requests),
                     now_ms: self.env.now_ms(),
                 })?;
                 if let (Decision::ApplyTransition, Some(record)) = (asked.decision, &asked.record) {
@@ -365,9 +387,21 @@ impl Runtime {
                 return self.retry_later(&delivery);
             }
         };
+        self.complete(&delivery, &task, outcome).await
+    }
+
+    /// Writes a run's outcome as the task's terminal status, at the version the worker
+    /// read, and settles the delivery by what the store decided.
+    async fn complete(
+        &self,
+        delivery: &Delivery,
+        task: &TaskRecord,
+        outcome: TaskOutcome,
+    ) -> Result<WorkStep, StoreError> {
         let next = match &outcome {
             TaskOutcome::Result { result }
-                if result["isError"] == serde_json::Value::Bool(true) =>
+                if result["isError"] == serde_json::Value::Bool(true)
+                    && task.era.tool_error_fails_task() =>
             {
                 TaskStatus::Failed
             }
@@ -382,6 +416,7 @@ impl Runtime {
             outcome: Some(outcome),
             status_message: None,
             now_ms: self.env.now_ms(),
+            input_requests: None,
         })?;
         self.probe.at(Point::AfterCompletion, &task.task_id).await;
         match written.decision {
@@ -392,16 +427,16 @@ impl Runtime {
                 if let Some(record) = &written.record {
                     self.notify.status_changed(record);
                 }
-                self.finish(&delivery)?;
+                self.finish(delivery)?;
             }
             Decision::IdempotentTerminal | Decision::BlockTerminalRewrite => {
                 // Someone else finished it (or it was cancelled): the stored fact stands.
                 self.counters.writes_refused.fetch_add(1, Ordering::Relaxed);
-                self.finish(&delivery)?;
+                self.finish(delivery)?;
             }
             Decision::BlockStaleVersion | Decision::BlockIllegalTransition => {
                 self.counters.writes_refused.fetch_add(1, Ordering::Relaxed);
-                return self.retry_later(&delivery);
+                return self.retry_later(delivery);
             }
             _ => {
                 // Expired, gone or not ours: nothing more to do for this message.
@@ -495,5 +530,17 @@ fn queue_error(error: QueueError) -> StoreError {
     StoreError::Backend {
         operation: "use the queue",
         cause: error.to_string(),
+    }
+}
+
+/// The outcome of a run that asked only what was already answered: the task fails with a
+/// protocol error rather than wait for answers that will never come.
+fn tool_asked_nothing(task_id: &str) -> TaskOutcome {
+    TaskOutcome::RpcError {
+        code: -32603,
+        message: format!(
+            "Internal error: the tool of task {task_id} asked again for input it was already given"
+        ),
+        data: None,
     }
 }

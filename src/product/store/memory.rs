@@ -11,10 +11,10 @@
 
 use super::sync::{Mutex, MutexGuard};
 use super::{
-    Answer, CLAIM_BATCH_MAX, CreateCommand, ListPage, ListQuery, OutboxClaim, StoreError,
-    StoreOptions, TaskStore, TransitionCommand, WrappedRequest, applied_transition,
-    cancelled_record, check_transition_command, list_page, list_preamble, page_limit,
-    random_secret,
+    Answer, CLAIM_BATCH_MAX, CreateCommand, InputCommand, ListPage, ListQuery, OutboxClaim,
+    StoreError, StoreOptions, TaskStore, TransitionCommand, WrappedRequest, applied_transition,
+    cancelled_record, check_transition_command, input_decision, list_page, list_preamble,
+    page_limit, random_secret,
 };
 use crate::contract::{self, Decision, Negotiated, TaskRecord};
 use crate::mutants::{Mutant, on};
@@ -179,6 +179,17 @@ impl TaskStore for MemoryStore {
             return Ok(Answer::new(decision, current.cloned()));
         }
         let after = cancelled_record(current.expect("apply implies found"), now_ms);
+        state.tasks.insert(after.task_id.clone(), after.clone());
+        Ok(Answer::new(decision, Some(after)))
+    }
+
+    fn answer_input(&self, command: &InputCommand) -> Result<Answer, StoreError> {
+        let mut state = self.lock()?;
+        let current = state.tasks.get(&command.task_id);
+        let (decision, after) = input_decision(command, current);
+        let Some(after) = after else {
+            return Ok(Answer::new(decision, current.cloned()));
+        };
         state.tasks.insert(after.task_id.clone(), after.clone());
         Ok(Answer::new(decision, Some(after)))
     }

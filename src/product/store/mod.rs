@@ -76,6 +76,11 @@ pub struct CreateCommand {
     pub correlation_id: String,
     /// The time of the call, ms since the Unix epoch.
     pub now_ms: u64,
+    /// The protocol era of the request; the task remembers it.
+    pub era: crate::contract::Era,
+    /// Answers the request brought with it (input a tool asked for before it could be
+    /// admitted); they become the task's first `input_responses`.
+    pub input_responses: Option<crate::contract::InputMap>,
 }
 
 /// The request a task wraps, as its outbox entry carries it to a worker.
@@ -139,6 +144,8 @@ impl CreateCommand {
             ttl_ms: self.ttl_ms,
             poll_interval_ms: self.poll_interval_ms,
             correlation_id: self.correlation_id.clone(),
+            era: self.era,
+            input_responses: self.input_responses.clone(),
         })
     }
 }
@@ -158,6 +165,22 @@ pub struct TransitionCommand {
     pub outcome: Option<TaskOutcome>,
     /// The new `statusMessage`; `None` keeps the stored one.
     pub status_message: Option<String>,
+    /// With `next = input_required`: the questions the task asks (non-empty, keys not
+    /// answered before). `None` otherwise. Moving to `working` closes any open ones.
+    pub input_requests: Option<crate::contract::InputMap>,
+    /// The time of the write, ms since the Unix epoch.
+    pub now_ms: u64,
+}
+
+/// `tasks/update`: the requestor's answers to a task's open input requests.
+#[derive(Clone, Debug)]
+pub struct InputCommand {
+    /// The task answered.
+    pub task_id: String,
+    /// The requestor's authorization key; only the task's owner may answer.
+    pub caller: String,
+    /// Answers by input request key; keys that are not open are ignored.
+    pub responses: crate::contract::InputMap,
     /// The time of the write, ms since the Unix epoch.
     pub now_ms: u64,
 }
@@ -302,6 +325,12 @@ pub trait TaskStore: Send + Sync {
         now_ms: u64,
     ) -> Result<Answer, StoreError>;
 
+    /// `tasks/update`: stores the answers to open input requests and, once none is open,
+    /// moves the task back to `working` (`APPLY_INPUT`), as one compare-and-swap; or
+    /// `IGNORE_INPUT`, `ALREADY_TERMINAL`, or a refusal. The answer carries the record
+    /// after the change.
+    fn answer_input(&self, command: &InputCommand) -> Result<Answer, StoreError>;
+
     /// `tasks/list`: the caller's own unexpired tasks, filtered in the query.
     fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError>;
 
@@ -384,6 +413,13 @@ macro_rules! delegate_task_store {
             ) -> Result<$crate::store::Answer, $crate::store::StoreError> {
                 let $this = self;
                 $inner.cancel(negotiated, caller, task_id, now_ms)
+            }
+            fn answer_input(
+                &self,
+                command: &$crate::store::InputCommand,
+            ) -> Result<$crate::store::Answer, $crate::store::StoreError> {
+                let $this = self;
+                $inner.answer_input(command)
             }
             fn list(
                 &self,
@@ -590,8 +626,33 @@ pub fn applied_transition(current: &TaskRecord, command: &TransitionCommand) -> 
     if command.status_message.is_some() {
         after.status_message = command.status_message.clone();
     }
+    if command.next == TaskStatus::InputRequired {
+        after.input_requests = command.input_requests.clone();
+    }
     after.assert_invariants();
     after
+}
+
+/// The contract's half of `tasks/update`, shared by every adapter: the decision on the
+/// record as read, and the record after the change when it applies (`APPLY_INPUT`).
+pub fn input_decision(
+    command: &InputCommand,
+    current: Option<&TaskRecord>,
+) -> (Decision, Option<TaskRecord>) {
+    let decision = crate::contract::guard_input(
+        &command.caller,
+        current,
+        command.responses.keys(),
+        command.now_ms,
+    );
+    if decision != Decision::ApplyInput {
+        return (decision, None);
+    }
+    let current = current.expect("apply implies found");
+    match current.with_input(&command.responses, command.now_ms) {
+        Some(after) => (decision, Some(after)),
+        None => unreachable!("guard_input applies only when an open request is answered"),
+    }
 }
 
 /// The record after an applied requestor cancel: `cancelled`, intent set, version + 1.
@@ -611,5 +672,17 @@ pub fn check_transition_command(command: &TransitionCommand) -> Result<(), Store
             command.task_id, command.next
         )));
     }
-    Ok(())
+    match (&command.input_requests, command.next) {
+        (Some(asked), TaskStatus::InputRequired) if asked.is_empty() => {
+            Err(StoreError::Invalid(format!(
+                "task {}: input_required with an empty set of input requests",
+                command.task_id
+            )))
+        }
+        (Some(_), next) if next != TaskStatus::InputRequired => Err(StoreError::Invalid(format!(
+            "task {}: input requests may only be stored with input_required, not {next}",
+            command.task_id
+        ))),
+        _ => Ok(()),
+    }
 }

@@ -8,13 +8,14 @@
 
 use super::row::{
     CasParams, Columns, SqlRow, TASK_COLUMNS, TaskParams, cas_predicate, claim_from_row,
-    encode_outcome, owner_clause, sql_int, sql_limit, task_from_row,
+    encode_input, encode_outcome, owner_clause, sql_int, sql_limit, task_from_row,
 };
 use super::schema::{self, MetaTable};
 use super::{
-    Answer, CANCEL_MESSAGE, CLAIM_BATCH_MAX, CreateCommand, ListPage, ListQuery, OutboxClaim,
-    StoreError, StoreOptions, TaskStore, TransitionCommand, check_transition_command,
-    classify_refused_cancel, classify_refused_transition, list_page, list_preamble, page_limit,
+    Answer, CANCEL_ATTEMPTS_MAX, CANCEL_MESSAGE, CLAIM_BATCH_MAX, CreateCommand, InputCommand,
+    ListPage, ListQuery, OutboxClaim, StoreError, StoreOptions, TaskStore, TransitionCommand,
+    check_transition_command, classify_refused_cancel, classify_refused_transition, input_decision,
+    list_page, list_preamble, page_limit,
 };
 use crate::contract::{self, Decision, Negotiated, TaskRecord, TaskStatus};
 use crate::sync::{Mutex, MutexGuard};
@@ -241,7 +242,7 @@ fn query_tasks(
 }
 
 impl TaskParams<'_> {
-    /// Parameters `$1..$17`, in [`TASK_COLUMNS`] order.
+    /// Parameters `$1..$20`, in [`TASK_COLUMNS`] order.
     fn bind(&self) -> Vec<&(dyn ToSql + Sync)> {
         let record = self.record;
         vec![
@@ -262,12 +263,15 @@ impl TaskParams<'_> {
             &self.outcome,
             &record.status_message,
             &record.correlation_id,
+            &self.era,
+            &self.input_requests,
+            &self.input_responses,
         ]
     }
 }
 
-const TASK_VALUES: &str =
-    "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17";
+const TASK_VALUES: &str = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
+    $17, $18, $19, $20";
 
 /// Inserts the task and its outbox entry in one statement. `Ok(None)`: the idempotency
 /// key is already bound (nothing was written).
@@ -277,7 +281,7 @@ fn insert_admission_sql() -> String {
              ON CONFLICT (auth_key, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
              RETURNING {TASK_COLUMNS}), \
          o AS (INSERT INTO outbox (task_id, auth_key, request, enqueued_at_ms) \
-             SELECT task_id, auth_key, $18, created_at_ms FROM t RETURNING task_id) \
+             SELECT task_id, auth_key, $21, created_at_ms FROM t RETURNING task_id) \
          SELECT {TASK_COLUMNS} FROM t"
     )
 }
@@ -375,7 +379,9 @@ impl TaskStore for PostgresStore {
         let sql = format!(
             "UPDATE tasks SET status = $1, version = version + 1, \
                  updated_at_ms = GREATEST(updated_at_ms, $2), outcome = $3, \
-                 status_message = COALESCE($4, status_message) \
+                 status_message = COALESCE($4, status_message), \
+                 input_requests = CASE $1::TEXT WHEN 'input_required' THEN $8::TEXT \
+                     WHEN 'working' THEN NULL ELSE input_requests END \
              WHERE task_id = $5 AND {predicate} \
              RETURNING {TASK_COLUMNS}",
             predicate = cas_predicate(
@@ -390,6 +396,7 @@ impl TaskStore for PostgresStore {
         let now_ms = sql_int(command.now_ms, "now_ms")?;
         let expected = sql_int(command.expected_version, "expected_version")?;
         let outcome = encode_outcome(&command.outcome);
+        let input_requests = encode_input(&command.input_requests);
         let mut connection = self.lock()?;
         let applied = connection
             .tasks(
@@ -402,6 +409,7 @@ impl TaskStore for PostgresStore {
                     &command.task_id,
                     &command.caller,
                     &expected,
+                    &input_requests,
                 ],
                 "write a transition",
             )?
@@ -414,6 +422,52 @@ impl TaskStore for PostgresStore {
 
     fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         self.lock()?.read_task(task_id)
+    }
+
+    fn answer_input(&self, command: &InputCommand) -> Result<Answer, StoreError> {
+        // Optimistic: decide on the row as read, then swap at its version; another writer
+        // in between makes it decide again on what won (bounded).
+        let sql = format!(
+            "UPDATE tasks SET status = $1, version = version + 1, \
+                 updated_at_ms = GREATEST(updated_at_ms, $2), input_requests = $3, \
+                 input_responses = $4 \
+             WHERE task_id = $5 AND auth_key = $6 AND version = $7 \
+               AND status = 'input_required' \
+               AND (expires_at_ms IS NULL OR expires_at_ms > $2) \
+             RETURNING {TASK_COLUMNS}"
+        );
+        let now_ms = sql_int(command.now_ms, "now_ms")?;
+        let mut connection = self.lock()?;
+        for _ in 0..CANCEL_ATTEMPTS_MAX {
+            let before = connection.read_task(&command.task_id)?;
+            let (decision, after) = input_decision(command, before.as_ref());
+            let Some(after) = after else {
+                return Ok(Answer::new(decision, before));
+            };
+            let version = sql_int(after.version - 1, "version")?;
+            let applied = connection
+                .tasks(
+                    &sql,
+                    &[
+                        &after.status.as_str(),
+                        &now_ms,
+                        &encode_input(&after.input_requests),
+                        &encode_input(&after.input_responses),
+                        &command.task_id,
+                        &command.caller,
+                        &version,
+                    ],
+                    "answer a task's input requests",
+                )?
+                .pop();
+            if let Some(applied) = applied {
+                return Ok(Answer::new(decision, Some(applied)));
+            }
+        }
+        Err(StoreError::Backend {
+            operation: "answer a task's input requests",
+            cause: format!("the task kept changing for {CANCEL_ATTEMPTS_MAX} attempts"),
+        })
     }
 
     fn cancel(

@@ -4,14 +4,15 @@
 //! conversions into SQL, and the predicates the mutants reach into.
 
 use super::{OutboxClaim, StoreError};
-use crate::contract::{RequestDigest, TaskOutcome, TaskRecord, TaskStatus, latched};
+use crate::contract::{Era, InputMap, RequestDigest, TaskOutcome, TaskRecord, TaskStatus, latched};
 use crate::mutants::{Mutant, on};
 use serde::de::DeserializeOwned;
 
 /// The task columns, in the order [`task_from_row`] reads them.
 pub(crate) const TASK_COLUMNS: &str = "task_id, auth_key, method, tool_name, request_digest, \
     idempotency_key, status, version, created_at_ms, updated_at_ms, expires_at_ms, ttl_ms, \
-    poll_interval_ms, cancel_requested, outcome, status_message, correlation_id";
+    poll_interval_ms, cancel_requested, outcome, status_message, correlation_id, era, \
+    input_requests, input_responses";
 
 /// A result row of either driver: column `at` as the driver decodes it (`None` for NULL),
 /// or the driver's reason it cannot.
@@ -96,6 +97,11 @@ impl<'r, R: SqlRow + ?Sized> Columns<'r, R> {
         status.ok_or_else(|| self.corrupt(name, format!("unknown status {text:?}")))
     }
 
+    pub fn era(&self, at: usize, name: &'static str) -> Result<Era, StoreError> {
+        let text = self.text(at, name)?;
+        Era::parse(&text).ok_or_else(|| self.corrupt(name, format!("unknown era {text:?}")))
+    }
+
     pub fn opt_json<T: DeserializeOwned>(
         &self,
         at: usize,
@@ -130,6 +136,9 @@ pub(crate) fn task_from_row(row: &(impl SqlRow + ?Sized)) -> Result<TaskRecord, 
         outcome: columns.opt_json::<TaskOutcome>(14, "outcome")?,
         status_message: columns.opt_text(15, "status_message")?,
         correlation_id: columns.text(16, "correlation_id")?,
+        era: columns.era(17, "era")?,
+        input_requests: columns.opt_json::<InputMap>(18, "input_requests")?,
+        input_responses: columns.opt_json::<InputMap>(19, "input_responses")?,
         task_id: columns.task_id.clone(),
     };
     match record.invariant_violation() {
@@ -190,6 +199,9 @@ pub(crate) struct TaskParams<'a> {
     pub ttl_ms: Option<i64>,
     pub poll_interval_ms: Option<i64>,
     pub outcome: Option<String>,
+    pub era: &'static str,
+    pub input_requests: Option<String>,
+    pub input_responses: Option<String>,
 }
 
 impl<'a> TaskParams<'a> {
@@ -218,6 +230,9 @@ impl<'a> TaskParams<'a> {
             ttl_ms,
             poll_interval_ms,
             outcome: encode_outcome(&record.outcome),
+            era: record.era.as_str(),
+            input_requests: encode_input(&record.input_requests),
+            input_responses: encode_input(&record.input_responses),
         })
     }
 }
@@ -226,6 +241,12 @@ pub(crate) fn encode_outcome(outcome: &Option<TaskOutcome>) -> Option<String> {
     outcome
         .as_ref()
         .map(|outcome| serde_json::to_string(outcome).expect("a TaskOutcome always serialises"))
+}
+
+pub(crate) fn encode_input(input: &Option<InputMap>) -> Option<String> {
+    input
+        .as_ref()
+        .map(|input| serde_json::to_string(input).expect("a JSON map always serialises"))
 }
 
 /// `'a', 'b'` — statuses as a SQL list. Built only from the closed status enum, never

@@ -4,7 +4,7 @@
 use super::{StoreError, decode_hex_secret, random_secret};
 
 /// The schema version this build writes. Migrations bring older databases up to it.
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 
 /// The database a schema is rendered for.
 #[derive(Clone, Copy)]
@@ -18,14 +18,15 @@ pub(crate) enum Dialect {
 }
 
 /// `migrations(d)[v]` moves a database from version `v` to `v + 1`.
-fn migrations(dialect: Dialect) -> [String; 1] {
+fn migrations(dialect: Dialect) -> [String; 2] {
     let (int, flag, options) = match dialect {
         Dialect::Sqlite => ("INTEGER", "INTEGER NOT NULL DEFAULT 0", " WITHOUT ROWID"),
         #[cfg(feature = "postgres")]
         Dialect::Postgres => ("BIGINT", "BOOLEAN NOT NULL DEFAULT FALSE", ""),
     };
-    [format!(
-        "
+    [
+        format!(
+            "
 CREATE TABLE tasks (
     task_id          TEXT PRIMARY KEY,
     auth_key         TEXT NOT NULL,
@@ -62,7 +63,17 @@ CREATE TABLE outbox (
 ){options};
 CREATE INDEX outbox_ready ON outbox (enqueued_at_ms, task_id) WHERE acked_at_ms IS NULL;
 "
-    )]
+        ),
+        // Version 2: the protocol era a task was created in (existing tasks are
+        // 2025-11-25, the only era there was), and its input requests and answers.
+        "
+ALTER TABLE tasks ADD COLUMN era TEXT NOT NULL DEFAULT '2025-11-25'
+    CHECK (era IN ('2025-11-25', '2026-07-28'));
+ALTER TABLE tasks ADD COLUMN input_requests TEXT;
+ALTER TABLE tasks ADD COLUMN input_responses TEXT;
+"
+        .to_owned(),
+    ]
 }
 
 /// What the migration needs of a connection, inside the transaction the adapter opened.

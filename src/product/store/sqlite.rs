@@ -7,14 +7,15 @@
 
 use super::row::{
     CasParams, Columns, SqlRow, TASK_COLUMNS, TaskParams, cas_predicate, claim_from_row,
-    encode_outcome, owner_clause, sql_int, sql_limit, task_from_row,
+    encode_input, encode_outcome, owner_clause, sql_int, sql_limit, task_from_row,
 };
 use super::schema::{self, MetaTable};
 use super::{
-    Answer, CANCEL_ATTEMPTS_MAX, CANCEL_MESSAGE, CLAIM_BATCH_MAX, CreateCommand, ListPage,
-    ListQuery, OutboxClaim, SqliteOptions, StoreError, StoreOptions, TaskStore, TransitionCommand,
-    applied_transition, cancelled_record, check_transition_command, classify_refused_cancel,
-    classify_refused_transition, list_page, list_preamble, page_limit,
+    Answer, CANCEL_ATTEMPTS_MAX, CANCEL_MESSAGE, CLAIM_BATCH_MAX, CreateCommand, InputCommand,
+    ListPage, ListQuery, OutboxClaim, SqliteOptions, StoreError, StoreOptions, TaskStore,
+    TransitionCommand, applied_transition, cancelled_record, check_transition_command,
+    classify_refused_cancel, classify_refused_transition, input_decision, list_page, list_preamble,
+    page_limit,
 };
 use crate::contract::{self, Decision, Negotiated, TaskRecord, TaskStatus};
 use crate::sync::{Mutex, MutexGuard};
@@ -189,7 +190,8 @@ fn insert_task(connection: &Connection, task: &TaskParams<'_>) -> Result<(), Sto
     let record = task.record;
     let sql = format!(
         "INSERT INTO tasks ({TASK_COLUMNS}) VALUES \
-         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
+         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
+          ?19, ?20)"
     );
     let mut statement = connection
         .prepare_cached(&sql)
@@ -213,6 +215,9 @@ fn insert_task(connection: &Connection, task: &TaskParams<'_>) -> Result<(), Sto
             task.outcome,
             record.status_message,
             record.correlation_id,
+            task.era,
+            task.input_requests,
+            task.input_responses,
         ])
         .map_err(|error| match error.sqlite_error_code() {
             Some(rusqlite::ErrorCode::ConstraintViolation)
@@ -310,7 +315,9 @@ impl TaskStore for SqliteStore {
         let sql = format!(
             "UPDATE tasks SET status = ?1, version = version + 1, \
                  updated_at_ms = max(updated_at_ms, ?2), outcome = ?3, \
-                 status_message = coalesce(?4, status_message) \
+                 status_message = coalesce(?4, status_message), \
+                 input_requests = CASE ?1 WHEN 'input_required' THEN ?8 \
+                     WHEN 'working' THEN NULL ELSE input_requests END \
              WHERE task_id = ?5 AND {predicate}",
             predicate = cas_predicate(
                 command.next,
@@ -332,6 +339,7 @@ impl TaskStore for SqliteStore {
                     command.task_id,
                     command.caller,
                     expected,
+                    encode_input(&command.input_requests),
                 ])
             })
             .map_err(backend("write a transition"))?;
@@ -407,6 +415,48 @@ impl TaskStore for SqliteStore {
             }),
             answer => answer,
         }
+    }
+
+    fn answer_input(&self, command: &InputCommand) -> Result<Answer, StoreError> {
+        // Optimistic like `cancel`: the swap pins the version read, so a concurrent change
+        // makes it decide again on what won (bounded).
+        const SQL: &str = "UPDATE tasks SET status = ?1, version = version + 1, \
+                 updated_at_ms = max(updated_at_ms, ?2), input_requests = ?3, \
+                 input_responses = ?4 \
+             WHERE task_id = ?5 AND auth_key = ?6 AND version = ?7 \
+               AND status = 'input_required' \
+               AND (expires_at_ms IS NULL OR expires_at_ms > ?2)";
+        let now = sql_int(command.now_ms, "now_ms")?;
+        let connection = self.lock()?;
+        for _ in 0..CANCEL_ATTEMPTS_MAX {
+            let before = read_task(&connection, &command.task_id)?;
+            let (decision, after) = input_decision(command, before.as_ref());
+            let Some(after) = after else {
+                return Ok(Answer::new(decision, before));
+            };
+            let version = sql_int(after.version - 1, "version")?;
+            let changed = connection
+                .prepare_cached(SQL)
+                .and_then(|mut statement| {
+                    statement.execute(params![
+                        after.status.as_str(),
+                        now,
+                        encode_input(&after.input_requests),
+                        encode_input(&after.input_responses),
+                        command.task_id,
+                        command.caller,
+                        version,
+                    ])
+                })
+                .map_err(backend("answer a task's input requests"))?;
+            if changed == 1 {
+                return Ok(Answer::new(decision, Some(after)));
+            }
+        }
+        Err(StoreError::Backend {
+            operation: "answer a task's input requests",
+            cause: format!("the task kept changing for {CANCEL_ATTEMPTS_MAX} attempts"),
+        })
     }
 
     fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {

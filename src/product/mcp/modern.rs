@@ -1,0 +1,488 @@
+//! The 2026-07-28 era ("modern" in that revision's words): stateless requests that carry
+//! their protocol version and client capabilities in `params._meta`, and tasks as the
+//! extension `io.modelcontextprotocol/tasks`.
+//!
+//! The contract is the same one the 2025-11-25 era uses (docs/design.md §12); this module
+//! maps its decisions to the other era's wire:
+//!
+//! | situation | answer |
+//! |---|---|
+//! | `_meta` without `protocolVersion` or `clientCapabilities` | `-32602` |
+//! | a version other than 2026-07-28 | `-32022`, `data: {supported, requested}` |
+//! | unknown or removed method (`initialize`, `ping`, `tasks/result`, `tasks/list`, …) | `-32601` |
+//! | `tasks/*` from a request that does not declare the extension | `-32021`, `data.requiredCapabilities` |
+//! | a `required` tool called without the extension | `-32021` |
+//! | an `optional` tool with the extension, a `required` one | a task: flat `CreateTaskResult`, `resultType: "task"` |
+//! | a `forbidden` tool, an `optional` one without the extension | synchronous, `resultType: "complete"`; a legacy `task` param changes nothing |
+//! | bad tool arguments | a tool result with `isError: true` (not a protocol error) |
+//! | a tool that needs input before it can start (`Catalog::prepare`) | `resultType: "input_required"` with `inputRequests`; the retry's `inputResponses` go into the task |
+//! | `tasks/get` | the task with `result`, `error` or `inputRequests` inlined, `resultType: "complete"` |
+//! | `tasks/update` | `{resultType: "complete"}`: answers to open keys stored (`APPLY_INPUT`), others ignored |
+//! | `tasks/cancel` | `{resultType: "complete"}`, also on a terminal task (`ALREADY_TERMINAL`) |
+//! | unknown task, another caller's, one created in the 2025-11-25 era | `-32602 "Failed to retrieve task: Task not found"` |
+//!
+//! A tool result with `isError: true` ends a task of this era `completed`; `failed` is for
+//! protocol errors and carries `error`. A task lives in the era that created it: its
+//! statuses mean different things in the other era's shapes, so the other era's requests
+//! are answered as for an unknown task.
+
+use super::server::{Server, Session, refusal, unexpected};
+use super::wire::{self, RpcError, code};
+use crate::contract::{
+    Decision, Era, InputMap, Negotiated, TaskOutcome, TaskRecord, TaskStatus, TaskSupport,
+};
+use crate::runtime::{Notify, ToolStep};
+use crate::store::{CreateCommand, InputCommand, WrappedRequest};
+use serde_json::{Map, Value, json};
+
+/// The protocol version of this era.
+pub const VERSION: &str = "2026-07-28";
+/// The tasks extension's identifier (capability key and method owner).
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// `_meta` key of a request's protocol version.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key of a request's client capabilities.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key of the server's name and version on every result.
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// How long a client may cache `server/discover` and `tools/list` answers, in ms.
+pub const LIST_TTL_MS: u64 = 60_000;
+
+/// The error codes this era adds.
+pub mod error_code {
+    /// An HTTP routing header is missing or does not match the body.
+    pub const HEADER_MISMATCH: i64 = -32020;
+    /// The request needs a client capability it did not declare.
+    pub const MISSING_CAPABILITY: i64 = -32021;
+    /// The request's protocol version is not served.
+    pub const UNSUPPORTED_VERSION: i64 = -32022;
+}
+
+/// What a modern request says about itself in `params._meta`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Envelope {
+    /// `io.modelcontextprotocol/protocolVersion`.
+    pub version: String,
+    /// Whether its client capabilities declare the tasks extension (this request only).
+    pub declares_tasks: bool,
+    /// The client capabilities this request declares.
+    pub capabilities: Map<String, Value>,
+}
+
+/// Whether a request's params carry the per-request envelope of this era (either key).
+pub fn carries_envelope(params: &Map<String, Value>) -> bool {
+    params
+        .get("_meta")
+        .and_then(Value::as_object)
+        .is_some_and(|meta| {
+            meta.contains_key(META_PROTOCOL_VERSION) || meta.contains_key(META_CLIENT_CAPABILITIES)
+        })
+}
+
+/// Reads the envelope; a request without both required keys is malformed (`-32602`).
+pub fn envelope(params: &Map<String, Value>) -> Result<Envelope, RpcError> {
+    let meta = params
+        .get("_meta")
+        .and_then(Value::as_object)
+        .ok_or_else(|| {
+            RpcError::invalid_params(format!(
+                "params._meta is required (with \"{META_PROTOCOL_VERSION}\" and \"{META_CLIENT_CAPABILITIES}\")"
+            ))
+        })?;
+    let version = match meta.get(META_PROTOCOL_VERSION) {
+        Some(Value::String(version)) => version.clone(),
+        _ => {
+            return Err(RpcError::invalid_params(format!(
+                "params._meta[\"{META_PROTOCOL_VERSION}\"] must be a string"
+            )));
+        }
+    };
+    let capabilities = match meta.get(META_CLIENT_CAPABILITIES) {
+        Some(Value::Object(capabilities)) => capabilities,
+        _ => {
+            return Err(RpcError::invalid_params(format!(
+                "params._meta[\"{META_CLIENT_CAPABILITIES}\"] must be an object"
+            )));
+        }
+    };
+    let declares_tasks = capabilities
+        .get("extensions")
+        .and_then(Value::as_object)
+        .and_then(|extensions| extensions.get(TASKS_EXTENSION))
+        .is_some_and(Value::is_object);
+    Ok(Envelope {
+        version,
+        declares_tasks,
+        capabilities: capabilities.clone(),
+    })
+}
+
+/// `-32021` for a request that needs the tasks extension and did not declare it.
+pub fn missing_tasks_capability(what: &str) -> RpcError {
+    RpcError::new(
+        error_code::MISSING_CAPABILITY,
+        format!("{what} needs the client capability extensions[\"{TASKS_EXTENSION}\"]"),
+    )
+    .with_data(json!({ "requiredCapabilities": { "extensions": { TASKS_EXTENSION: {} } } }))
+}
+
+/// The HTTP status a modern answer goes out with: 400 for malformed or refused requests,
+/// 404 for an unknown method, 200 otherwise (a tool's own error is a result).
+pub fn http_status(error: Option<&RpcError>) -> u16 {
+    match error.map(|error| error.code) {
+        None => 200,
+        Some(code::METHOD_NOT_FOUND) => 404,
+        Some(
+            code::PARSE_ERROR
+            | code::INVALID_REQUEST
+            | code::INVALID_PARAMS
+            | error_code::HEADER_MISMATCH
+            | error_code::MISSING_CAPABILITY
+            | error_code::UNSUPPORTED_VERSION,
+        ) => 400,
+        Some(_) => 500,
+    }
+}
+
+/// The Task fields of this era (`ttlMs`, `pollIntervalMs`), with the task's version in
+/// `_meta` as in the other era.
+pub fn task_fields(record: &TaskRecord) -> Map<String, Value> {
+    let mut task = Map::new();
+    task.insert("taskId".into(), json!(record.task_id));
+    task.insert("status".into(), json!(record.status.as_str()));
+    if let Some(message) = &record.status_message {
+        task.insert("statusMessage".into(), json!(message));
+    }
+    task.insert(
+        "createdAt".into(),
+        json!(wire::rfc3339(record.created_at_ms)),
+    );
+    task.insert(
+        "lastUpdatedAt".into(),
+        json!(wire::rfc3339(record.updated_at_ms)),
+    );
+    task.insert("ttlMs".into(), json!(record.ttl_ms));
+    if let Some(poll) = record.poll_interval_ms {
+        task.insert("pollIntervalMs".into(), json!(poll));
+    }
+    task.insert(
+        "_meta".into(),
+        json!({ wire::VERSION_META: record.version }),
+    );
+    task
+}
+
+/// `CreateTaskResult`: flat, `resultType: "task"`.
+pub fn create_task_result(record: &TaskRecord) -> Value {
+    let mut result = task_fields(record);
+    result.insert("resultType".into(), json!("task"));
+    Value::Object(result)
+}
+
+/// `tasks/get`'s `DetailedTask`: the outcome or the open questions inlined.
+pub fn detailed_task(record: &TaskRecord) -> Value {
+    let mut task = task_fields(record);
+    task.insert("resultType".into(), json!("complete"));
+    match (&record.outcome, record.status) {
+        (Some(TaskOutcome::Result { result }), _) => {
+            task.insert("result".into(), complete(result.clone()));
+        }
+        (
+            Some(TaskOutcome::RpcError {
+                code,
+                message,
+                data,
+            }),
+            _,
+        ) => {
+            let mut error = json!({ "code": code, "message": message });
+            if let Some(data) = data {
+                error["data"] = data.clone();
+            }
+            task.insert("error".into(), error);
+        }
+        (None, TaskStatus::InputRequired) => {
+            let open = record.input_requests.clone().unwrap_or_default();
+            task.insert("inputRequests".into(), Value::Object(open));
+        }
+        (None, _) => {}
+    }
+    Value::Object(task)
+}
+
+/// A result object with `resultType: "complete"` unless it names its own.
+fn complete(result: Value) -> Value {
+    match result {
+        Value::Object(mut object) => {
+            object
+                .entry("resultType")
+                .or_insert_with(|| json!("complete"));
+            Value::Object(object)
+        }
+        other => json!({ "resultType": "complete", "result": other }),
+    }
+}
+
+/// The acknowledgement of `tasks/update` and `tasks/cancel`.
+fn ack() -> Value {
+    json!({ "resultType": "complete" })
+}
+
+/// A tool result reporting an error to the model (this era's answer to bad arguments).
+fn tool_error(message: &str) -> Value {
+    json!({
+        "resultType": "complete",
+        "content": [{ "type": "text", "text": message }],
+        "isError": true,
+    })
+}
+
+impl Server {
+    /// Handles one request of this era whose envelope was read; the transport checked
+    /// whatever headers it has. Every result carries `resultType` and the server's info.
+    pub async fn handle_modern(
+        &self,
+        session: &Session,
+        envelope: &Envelope,
+        method: &str,
+        params: &Map<String, Value>,
+    ) -> Result<Value, RpcError> {
+        if envelope.version != VERSION {
+            return Err(RpcError::new(
+                error_code::UNSUPPORTED_VERSION,
+                format!("Unsupported protocol version: {}", envelope.version),
+            )
+            .with_data(json!({ "supported": [VERSION], "requested": envelope.version })));
+        }
+        let result = match method {
+            "server/discover" => Ok(self.discover()),
+            "tools/list" => Ok(json!({
+                "resultType": "complete",
+                "tools": self.specs.iter().map(|spec| spec.to_json_modern()).collect::<Vec<_>>(),
+                "ttlMs": LIST_TTL_MS,
+                "cacheScope": "private",
+            })),
+            "tools/call" => self.call_tool_modern(session, envelope, params).await,
+            "tasks/get" | "tasks/update" | "tasks/cancel" if !envelope.declares_tasks => {
+                Err(missing_tasks_capability(method))
+            }
+            "tasks/get" => self.get_modern(&session.auth_key, params),
+            "tasks/update" => self.update_modern(&session.auth_key, params),
+            "tasks/cancel" => self.cancel_modern(&session.auth_key, params),
+            other => Err(RpcError::new(
+                code::METHOD_NOT_FOUND,
+                format!("Method not found: {other} (protocol version {VERSION})"),
+            )),
+        }?;
+        Ok(self.with_server_info(result))
+    }
+
+    fn discover(&self) -> Value {
+        json!({
+            "resultType": "complete",
+            "supportedVersions": [VERSION],
+            "capabilities": {
+                "tools": { "listChanged": false },
+                "extensions": { TASKS_EXTENSION: {} },
+            },
+            "ttlMs": LIST_TTL_MS,
+            "cacheScope": "private",
+        })
+    }
+
+    fn with_server_info(&self, mut result: Value) -> Value {
+        if let Value::Object(object) = &mut result {
+            let meta = object
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(meta) = meta {
+                meta.insert(
+                    META_SERVER_INFO.into(),
+                    json!({ "name": self.config.name, "version": self.config.version }),
+                );
+            }
+        }
+        result
+    }
+
+    async fn call_tool_modern(
+        &self,
+        session: &Session,
+        envelope: &Envelope,
+        params: &Map<String, Value>,
+    ) -> Result<Value, RpcError> {
+        let (name, spec, arguments) = self.tool_call_target(params)?;
+        let responses: InputMap = match params.get("inputResponses") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(responses)) => responses.clone(),
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "params.inputResponses must be an object",
+                ));
+            }
+        };
+        let meta = params.get("_meta").and_then(Value::as_object);
+        let idempotency_key = self.idempotency_key(session, meta)?;
+        if let Some(capability) = self.tools.required_capability(name)
+            && !envelope.capabilities.contains_key(capability)
+        {
+            return Err(RpcError::new(
+                error_code::MISSING_CAPABILITY,
+                format!("Tool {name} needs the client capability {capability}"),
+            )
+            .with_data(json!({ "requiredCapabilities": { capability: {} } })));
+        }
+        if let Err(error) = self.tools.validate(name, &arguments) {
+            return Ok(tool_error(&error.message));
+        }
+        // Input the tool needs before anything is admitted: asked synchronously, answered
+        // by the client's retry of the same call.
+        if let Some(ask) = self.tools.prepare(name, &arguments, &responses) {
+            return Ok(json!({ "resultType": "input_required", "inputRequests": ask.requests }));
+        }
+        let task_requested = envelope.declares_tasks && spec.task_support != TaskSupport::Forbidden;
+        let command = CreateCommand {
+            caller: session.auth_key.clone(),
+            negotiated: Negotiated::FULL,
+            task_support: spec.task_support,
+            task_requested,
+            idempotency_key,
+            request: WrappedRequest {
+                method: "tools/call".into(),
+                name: name.into(),
+                arguments: Some(Value::Object(arguments.clone())),
+            },
+            ttl_ms: self
+                .config
+                .ttl_ms_default
+                .map(|ttl| ttl.min(self.config.ttl_ms_max)),
+            poll_interval_ms: Some(self.config.poll_interval_ms),
+            task_id: self.new_id(),
+            correlation_id: self.new_id(),
+            now_ms: self.env.now_ms(),
+            era: Era::Extension2026,
+            input_responses: (!responses.is_empty()).then_some(responses),
+        };
+        let answer = self
+            .store
+            .create(&command)
+            .map_err(|error| self.internal(error))?;
+        match answer.decision {
+            Decision::AcceptTask | Decision::ReplayTask => {
+                let record = answer.record.ok_or_else(|| {
+                    RpcError::new(
+                        code::INTERNAL_ERROR,
+                        "the store admitted a task without returning it",
+                    )
+                })?;
+                Ok(create_task_result(&record))
+            }
+            Decision::AcceptNormal => match self.tools.call(name, arguments, None).await {
+                ToolStep::Finished(TaskOutcome::Result { result }) => Ok(complete(result)),
+                ToolStep::Finished(TaskOutcome::RpcError {
+                    code,
+                    message,
+                    data,
+                }) => Err(RpcError {
+                    code,
+                    message,
+                    data,
+                }),
+                ToolStep::NeedsInput(ask) => {
+                    Ok(json!({ "resultType": "input_required", "inputRequests": ask.requests }))
+                }
+            },
+            Decision::BlockTaskRequired => Err(missing_tasks_capability(&format!(
+                "Tool {name} runs only as a task: it"
+            ))),
+            Decision::BlockIdempotencyCollision => Err(RpcError::invalid_params(
+                "Idempotency key already used for a different request",
+            )),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The caller's task of this era, as stored (`None`: unknown, or of the other era;
+    /// the guards then answer as for an unknown task).
+    fn modern_record(&self, task_id: &str) -> Result<Option<TaskRecord>, RpcError> {
+        let record = self
+            .store
+            .read(task_id)
+            .map_err(|error| self.internal(error))?;
+        Ok(record.filter(|record| record.era == Era::Extension2026))
+    }
+
+    fn get_modern(&self, auth_key: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        let task_id = wire::required_string(params, "taskId")?;
+        let record = self.modern_record(task_id)?;
+        match crate::contract::guard_get(auth_key, record.as_ref(), self.env.now_ms()) {
+            Decision::ReturnStatus => Ok(detailed_task(record.as_ref().expect("located"))),
+            other => Err(refusal(other)),
+        }
+    }
+
+    fn update_modern(
+        &self,
+        auth_key: &str,
+        params: &Map<String, Value>,
+    ) -> Result<Value, RpcError> {
+        let task_id = wire::required_string(params, "taskId")?;
+        let responses = match params.get("inputResponses") {
+            Some(Value::Object(responses)) => responses.clone(),
+            _ => {
+                return Err(RpcError::invalid_params(
+                    "params.inputResponses must be an object",
+                ));
+            }
+        };
+        if self.modern_record(task_id)?.is_none() {
+            return Err(refusal(Decision::BlockNotFound));
+        }
+        let answer = self
+            .store
+            .answer_input(&InputCommand {
+                task_id: task_id.to_owned(),
+                caller: auth_key.to_owned(),
+                responses,
+                now_ms: self.env.now_ms(),
+            })
+            .map_err(|error| self.internal(error))?;
+        match answer.decision {
+            Decision::ApplyInput => {
+                if let Some(record) = &answer.record
+                    && record.status == TaskStatus::Working
+                {
+                    self.status_changed(record);
+                }
+                Ok(ack())
+            }
+            Decision::IgnoreInput | Decision::AlreadyTerminal => Ok(ack()),
+            other => Err(refusal(other)),
+        }
+    }
+
+    fn cancel_modern(
+        &self,
+        auth_key: &str,
+        params: &Map<String, Value>,
+    ) -> Result<Value, RpcError> {
+        let task_id = wire::required_string(params, "taskId")?;
+        if self.modern_record(task_id)?.is_none() {
+            return Err(refusal(Decision::BlockNotFound));
+        }
+        let answer = self
+            .store
+            .cancel(Negotiated::FULL, auth_key, task_id, self.env.now_ms())
+            .map_err(|error| self.internal(error))?;
+        match answer.decision {
+            Decision::ApplyCancel => {
+                if let Some(record) = &answer.record {
+                    self.status_changed(record);
+                }
+                Ok(ack())
+            }
+            Decision::AlreadyTerminal => Ok(ack()),
+            other => Err(refusal(other)),
+        }
+    }
+}

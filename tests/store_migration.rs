@@ -1,0 +1,142 @@
+//! A database written by schema version 1 (before protocol eras) opens under this build:
+//! the migration adds the era and input columns, its tasks read back as 2025-11-25 tasks
+//! with every other field intact, and they take the new writes (input asked and answered).
+
+mod support;
+
+use rusqlite::Connection;
+use serde_json::json;
+use tasklatch::contract::{Decision, Era, TaskStatus};
+use tasklatch::store::{
+    InputCommand, SqliteOptions, SqliteStore, StoreOptions, Synchronous, TaskStore,
+    TransitionCommand,
+};
+
+/// Schema version 1, as tasklatch 0.1 created it (kept verbatim: it is history).
+const SCHEMA_V1: &str = r#"
+CREATE TABLE tasks (
+    task_id          TEXT PRIMARY KEY,
+    auth_key         TEXT NOT NULL,
+    method           TEXT NOT NULL,
+    tool_name        TEXT NOT NULL,
+    request_digest   TEXT NOT NULL,
+    idempotency_key  TEXT,
+    status           TEXT NOT NULL CHECK (status IN
+                       ('working', 'input_required', 'completed', 'failed', 'cancelled')),
+    version          INTEGER NOT NULL CHECK (version >= 1),
+    created_at_ms    INTEGER NOT NULL,
+    updated_at_ms    INTEGER NOT NULL,
+    expires_at_ms    INTEGER,
+    ttl_ms           INTEGER,
+    poll_interval_ms INTEGER,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    outcome          TEXT,
+    status_message   TEXT,
+    correlation_id   TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX tasks_idempotency ON tasks (auth_key, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+CREATE INDEX tasks_owner_order ON tasks (auth_key, created_at_ms, task_id);
+CREATE INDEX tasks_expiry ON tasks (expires_at_ms) WHERE expires_at_ms IS NOT NULL;
+CREATE TABLE outbox (
+    task_id             TEXT PRIMARY KEY REFERENCES tasks (task_id) ON DELETE CASCADE,
+    auth_key            TEXT NOT NULL,
+    request             TEXT NOT NULL,
+    enqueued_at_ms      INTEGER NOT NULL,
+    attempt             INTEGER NOT NULL DEFAULT 0,
+    lease_owner         TEXT,
+    lease_expires_at_ms INTEGER,
+    acked_at_ms         INTEGER
+) WITHOUT ROWID;
+CREATE INDEX outbox_ready ON outbox (enqueued_at_ms, task_id) WHERE acked_at_ms IS NULL;
+"#;
+
+#[test]
+fn a_version_1_database_migrates_and_its_tasks_read_as_2025_11_25() {
+    let scratch = support::Scratch::new("migration");
+    let path = scratch.join("v1.db");
+    {
+        let connection = Connection::open(&path).unwrap();
+        connection.execute_batch(SCHEMA_V1).unwrap();
+        connection
+            .execute_batch(
+                "CREATE TABLE tasklatch_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                 INSERT INTO tasklatch_meta VALUES ('schema_version', '1');
+                 INSERT INTO tasks (task_id, auth_key, method, tool_name, request_digest,
+                     idempotency_key, status, version, created_at_ms, updated_at_ms,
+                     expires_at_ms, ttl_ms, poll_interval_ms, cancel_requested, outcome,
+                     status_message, correlation_id)
+                 VALUES ('old-1', 'tenant-a/alice', 'tools/call', 'export',
+                     'sha256:0000000000000000000000000000000000000000000000000000000000000000',
+                     'k1', 'working', 1, 1000, 1000, NULL, NULL, 500, 0, NULL, NULL, 'c1');",
+            )
+            .unwrap();
+    }
+    let mut options = SqliteOptions::new(&path);
+    options.synchronous = Synchronous::Normal;
+    let store = SqliteStore::open(&options, &StoreOptions::default()).expect("migrates");
+    let old = store.read("old-1").unwrap().expect("kept");
+    assert_eq!(old.era, Era::Core2025);
+    assert_eq!(
+        (old.input_requests.clone(), old.input_responses.clone()),
+        (None, None)
+    );
+    assert_eq!(
+        (
+            old.version,
+            old.poll_interval_ms,
+            old.idempotency_key.as_deref()
+        ),
+        (1, Some(500), Some("k1"))
+    );
+
+    let mut asked = serde_json::Map::new();
+    asked.insert(
+        "confirm".into(),
+        json!({ "method": "elicitation/create", "params": {} }),
+    );
+    let applied = store
+        .transition(&TransitionCommand {
+            task_id: "old-1".into(),
+            caller: "tenant-a/alice".into(),
+            expected_version: 1,
+            next: TaskStatus::InputRequired,
+            outcome: None,
+            status_message: Some("asking".into()),
+            input_requests: Some(asked.clone()),
+            now_ms: 2000,
+        })
+        .unwrap();
+    assert_eq!(applied.decision, Decision::ApplyTransition);
+    assert_eq!(
+        store.read("old-1").unwrap().unwrap().input_requests,
+        Some(asked)
+    );
+    let mut answers = serde_json::Map::new();
+    answers.insert("confirm".into(), json!({ "action": "accept" }));
+    let answered = store
+        .answer_input(&InputCommand {
+            task_id: "old-1".into(),
+            caller: "tenant-a/alice".into(),
+            responses: answers.clone(),
+            now_ms: 3000,
+        })
+        .unwrap();
+    assert_eq!(answered.decision, Decision::ApplyInput);
+    let after = store.read("old-1").unwrap().unwrap();
+    assert_eq!((after.status, after.version), (TaskStatus::Working, 3));
+    assert_eq!(
+        (after.input_requests, after.input_responses),
+        (None, Some(answers))
+    );
+    drop(store);
+    let version: String = Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT value FROM tasklatch_meta WHERE key = 'schema_version'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(version, "2");
+}
