@@ -70,7 +70,13 @@ fn a_mutant_is_hunted_minimised_and_reproduced() {
         "nothing shrank: {before} -> {after}"
     );
     let summary = finished.summary(&config, &keep);
-    assert!(summary.contains("1 failing"), "{summary}");
+    // Two jobs may each find a failing seed before the hunt stops (a loaded machine makes
+    // it likelier); the summary counts every failing run, the record keeps the first.
+    assert!(report.failing() >= 1, "{summary}");
+    assert!(
+        summary.contains(&format!("{} failing", report.failing())),
+        "{summary}"
+    );
     assert!(summary.contains(&record.repro), "{summary}");
     for file in [
         "failure.json",

@@ -295,6 +295,7 @@ fn i8_liveness(task: &TaskView<'_>, context: &CheckContext, out: &mut Vec<Violat
 /// and, on the wire, the related-task `_meta` naming its task.
 fn i9_result_shape(task: &TaskView<'_>, context: &CheckContext, out: &mut Vec<Violation>) {
     let is_error = |result: &serde_json::Value| result["isError"] == serde_json::Value::Bool(true);
+    i9_inlined_shape(task, out);
     for (index, op, decision, seen) in task.reads() {
         if !matches!(op, ClientOp::Result { .. }) || decision != Decision::ReturnResult {
             continue;
@@ -327,6 +328,39 @@ fn i9_result_shape(task: &TaskView<'_>, context: &CheckContext, out: &mut Vec<Vi
                 "I9",
                 task.task_id,
                 "tasks/result answered without the related-task _meta naming its task".into(),
+                vec![index],
+            ));
+        }
+    }
+}
+
+/// I9 in the 2026-07-28 era, where `tasks/get` inlines the outcome: a `completed` task
+/// carries a `CallToolResult` (an `isError` one included) and no related-task `_meta`, a
+/// `failed` one a JSON-RPC error and no result, any other status no outcome.
+fn i9_inlined_shape(task: &TaskView<'_>, out: &mut Vec<Violation>) {
+    for (index, op, _decision, seen) in task.reads() {
+        if !matches!(op, ClientOp::GetModern { .. }) {
+            continue;
+        }
+        let well_formed = match (&seen.status, &seen.outcome) {
+            (TaskStatus::Completed, Some(TaskOutcome::Result { result })) => {
+                result["content"].is_array()
+                    && result["_meta"]
+                        .get("io.modelcontextprotocol/related-task")
+                        .is_none()
+            }
+            (TaskStatus::Failed, Some(TaskOutcome::RpcError { .. })) => true,
+            (TaskStatus::Completed | TaskStatus::Failed, _) => false,
+            (_, outcome) => outcome.is_none(),
+        };
+        if !well_formed {
+            out.push(violation(
+                "I9",
+                task.task_id,
+                format!(
+                    "a 2026-07-28 tasks/get of a {} task inlined {:?}",
+                    seen.status, seen.outcome
+                ),
                 vec![index],
             ));
         }

@@ -112,6 +112,12 @@ pub enum ClientOp {
         /// The task polled.
         task_id: String,
     },
+    /// `tasks/get` in the 2026-07-28 era: the status, and once terminal the outcome
+    /// inlined (judged like a `tasks/result` of that era by I9).
+    GetModern {
+        /// The task polled.
+        task_id: String,
+    },
     /// `tasks/result`.
     Result {
         /// The task whose result was fetched.

@@ -290,6 +290,7 @@ fn glyph(event: &Event) -> Option<(Shape, &'static str, &str)> {
                 ClientOp::Create { .. } => ("#1e88e5", revealed_task(result)),
                 ClientOp::Get { task_id } => ("#78909c", task_id.as_str()),
                 ClientOp::Result { task_id } => ("#8e24aa", task_id.as_str()),
+                ClientOp::GetModern { task_id } => ("#5e35b1", task_id.as_str()),
                 ClientOp::Cancel { task_id } => ("#fb8c00", task_id.as_str()),
                 ClientOp::ProvideInput { task_id } => ("#6d4c41", task_id.as_str()),
                 ClientOp::List => ("#00897b", ""),

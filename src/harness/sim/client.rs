@@ -4,7 +4,8 @@
 use super::SimEnv;
 use super::world::Shared;
 use crate::check::{ClientOp, ClientResult, Event, Revealed};
-use crate::contract::{Decision, Negotiated, TaskOutcome, TaskRecord, TaskStatus};
+use crate::contract::{Decision, Era, Negotiated, TaskOutcome, TaskRecord, TaskStatus};
+use crate::mcp::modern;
 use crate::mcp::server::STORE_UNAVAILABLE;
 use crate::mcp::wire::{self};
 use crate::mcp::{Server, Session};
@@ -91,15 +92,26 @@ pub(super) fn version_meta(value: &serde_json::Value) -> Option<u64> {
 }
 
 /// A client: speaks MCP to the server (JSON-RPC in memory, through the same handler
-/// `tasklatch serve` runs). It creates its tenant's tasks (retrying lost answers with the
-/// same idempotency key), polls them at their poll interval with jitter, sometimes cancels,
-/// fetches results, lists. Answering a task's question is the one step outside the wire:
-/// the server-side effect of an elicitation answer, applied to the store directly.
+/// `tasklatch serve` runs), in the protocol era the plan gave it. It creates its tenant's
+/// tasks (retrying lost answers with the same idempotency key), polls them at their poll
+/// interval with jitter, sometimes cancels, answers their questions and reads their
+/// outcomes:
+///
+/// - 2025-11-25: `tools/call` with `task`, `tasks/get`, `tasks/result`, `tasks/list`
+///   (adopting tasks it never heard of). Answering a task's question is the one step
+///   outside the wire there: the server-side effect of an elicitation answer, applied to
+///   the store directly.
+/// - 2026-07-28: the `_meta` envelope on every request, server-directed creation,
+///   outcomes inlined in `tasks/get`, questions answered by `tasks/update`, no list (its
+///   last create attempt is never lost: it could not find the task otherwise).
 ///
 /// Every random draw happens in the order the steps below make it: the steps are the
 /// client's behaviour, and a seed replays it exactly.
-pub(super) async fn client(shared: Arc<Shared>, tenant: usize) {
-    let mut client = Client::new(shared, tenant);
+pub(super) async fn client(shared: Arc<Shared>, tenant: usize, era: Era) {
+    let mut client = Client::new(shared, tenant, era);
+    if era == Era::Extension2026 {
+        client.mark("modern-client");
+    }
     for n in 0..client.shared.scenario.tasks_per_tenant {
         let key = format!("{}#{n}", client.caller);
         client
@@ -120,7 +132,7 @@ pub(super) async fn client(shared: Arc<Shared>, tenant: usize) {
         while let Some(task_id) = pending.pop_front() {
             client.follow(&task_id).await;
         }
-        if adopted {
+        if adopted || client.era == Era::Extension2026 {
             break;
         }
         adopted = true;
@@ -129,11 +141,16 @@ pub(super) async fn client(shared: Arc<Shared>, tenant: usize) {
             break;
         }
     }
-    client.list().await;
+    if client.era == Era::Core2025 {
+        client.list().await;
+    }
 }
 
 /// Bounds on a client's loops.
 const CREATE_ATTEMPTS_MAX: usize = 5;
+/// A 2026-07-28 client's create retries (each after a poll interval while the store is
+/// down): enough to outlast any scenario's outages.
+const CREATE_ATTEMPTS_MODERN_MAX: usize = 200;
 const CANCEL_ATTEMPTS_MAX: usize = 3;
 const POLLS_PER_TASK_MAX: usize = 2_000;
 const LIST_ATTEMPTS_MAX: usize = 50;
@@ -145,6 +162,8 @@ struct Client {
     session: Session,
     caller: String,
     name: String,
+    /// The protocol era it speaks.
+    era: Era,
     /// The `task` parameter of its creates (the scenario's TTL, if any).
     task_params: serde_json::Value,
     /// The tasks its creates were answered with, in order.
@@ -154,7 +173,7 @@ struct Client {
 }
 
 impl Client {
-    fn new(shared: Arc<Shared>, tenant: usize) -> Client {
+    fn new(shared: Arc<Shared>, tenant: usize, era: Era) -> Client {
         let caller = format!("tenant-{tenant}/user");
         let name = format!("client-{tenant}");
         Client {
@@ -172,6 +191,7 @@ impl Client {
             shared,
             caller,
             name,
+            era,
             mine: Vec::new(),
             last_status: BTreeMap::new(),
         }
@@ -200,8 +220,29 @@ impl Client {
         madsim::rand::random::<u64>() % 100 < self.shared.knobs.lost_response_percent
     }
 
-    async fn rpc(&self, method: &str, params: serde_json::Value) -> Reply {
+    /// One request in the client's era: a 2026-07-28 client puts its envelope (version,
+    /// capabilities with the tasks extension) in `_meta`.
+    async fn rpc(&self, method: &str, mut params: serde_json::Value) -> Reply {
+        if self.era == Era::Extension2026 {
+            let meta = params
+                .as_object_mut()
+                .expect("params are an object")
+                .entry("_meta")
+                .or_insert_with(|| json!({}));
+            meta[modern::META_PROTOCOL_VERSION] = json!(modern::VERSION);
+            meta[modern::META_CLIENT_CAPABILITIES] =
+                json!({ "extensions": { modern::TASKS_EXTENSION: {} } });
+        }
         rpc(&self.server, &self.session, method, params).await
+    }
+
+    /// The task a create answer shows: nested under `task` (2025-11-25) or flat.
+    fn created_task(&self, result: &serde_json::Value) -> Option<Revealed> {
+        let task = match self.era {
+            Era::Core2025 => &result["task"],
+            Era::Extension2026 => result,
+        };
+        revealed_of_wire(task, version_meta(result))
     }
 
     /// A task-augmented `tools/call` of `export` under `key`, and the operation the oracle
@@ -216,36 +257,55 @@ impl Client {
             idempotency_key: Some(key.to_owned()),
             digest: digest.as_str().to_owned(),
         };
-        let params = json!({
-            "name": "export",
-            "arguments": arguments,
-            "task": self.task_params,
-            "_meta": { wire::IDEMPOTENCY_KEY: key },
-        });
+        let params = match self.era {
+            Era::Core2025 => json!({
+                "name": "export",
+                "arguments": arguments,
+                "task": self.task_params,
+                "_meta": { wire::IDEMPOTENCY_KEY: key },
+            }),
+            // The server directs creation (and picks the TTL: the scenario's default).
+            Era::Extension2026 => json!({
+                "name": "export",
+                "arguments": arguments,
+                "_meta": { wire::IDEMPOTENCY_KEY: key },
+            }),
+        };
         (op, params)
     }
 
     /// Creates a task, retrying a lost or failed answer with the same key (bounded).
     async fn create_with_retry(&mut self, key: &str, arguments: &serde_json::Value) {
-        for _attempt in 0..CREATE_ATTEMPTS_MAX {
+        // A 2026-07-28 client cannot list its tasks: it must learn what its create did, so
+        // it retries (same key) through store outages until answered, and its last
+        // attempt's answer is never lost.
+        let attempts = match self.era {
+            Era::Core2025 => CREATE_ATTEMPTS_MAX,
+            Era::Extension2026 => CREATE_ATTEMPTS_MODERN_MAX,
+        };
+        for attempt in 0..attempts {
             madsim::time::sleep(Duration::from_millis(
                 1 + madsim::rand::random::<u64>() % 20,
             ))
             .await;
             let (op, params) = self.create_request(key, arguments);
             let reply = self.rpc("tools/call", params).await;
-            let lost = self.answer_lost();
+            let lost =
+                self.answer_lost() && !(self.era == Era::Extension2026 && attempt + 1 == attempts);
             match reply {
-                Reply::Unavailable => self.record(op, ClientResult::Fail),
+                Reply::Unavailable => {
+                    self.record(op, ClientResult::Fail);
+                    if self.era == Era::Extension2026 {
+                        let interval = self.shared.scenario.poll_interval_ms;
+                        madsim::time::sleep(Duration::from_millis(interval)).await;
+                    }
+                }
                 _ if lost => {
                     self.mark("lost-response");
                     self.record(op, ClientResult::Indeterminate);
                 }
                 Reply::Result(result) => {
-                    let revealed: Vec<Revealed> =
-                        revealed_of_wire(&result["task"], version_meta(&result))
-                            .into_iter()
-                            .collect();
+                    let revealed: Vec<Revealed> = self.created_task(&result).into_iter().collect();
                     for task in &revealed {
                         self.mine.push(task.task_id.clone());
                         self.shared
@@ -272,9 +332,7 @@ impl Client {
             Reply::Result(result) => self.answered(
                 op,
                 Decision::AcceptTask,
-                revealed_of_wire(&result["task"], version_meta(&result))
-                    .into_iter()
-                    .collect(),
+                self.created_task(&result).into_iter().collect(),
             ),
             Reply::Error { code, message, .. }
                 if code == wire::code::INVALID_PARAMS && message.starts_with("Idempotency key") =>
@@ -304,13 +362,34 @@ impl Client {
                 self.probe_foreign().await;
             }
             let reply = self.rpc("tasks/get", json!({ "taskId": task_id })).await;
-            let Some((decision, revealed)) = get_answer(reply) else {
+            let (op, asked) = match (self.era, &reply) {
+                (Era::Extension2026, Reply::Result(task)) => (
+                    ClientOp::GetModern {
+                        task_id: task_id.to_owned(),
+                    },
+                    task["inputRequests"].as_object().cloned(),
+                ),
+                (Era::Extension2026, _) => (
+                    ClientOp::GetModern {
+                        task_id: task_id.to_owned(),
+                    },
+                    None,
+                ),
+                (Era::Core2025, _) => (
+                    ClientOp::Get {
+                        task_id: task_id.to_owned(),
+                    },
+                    None,
+                ),
+            };
+            let answer = match self.era {
+                Era::Core2025 => get_answer(reply),
+                Era::Extension2026 => detailed_answer(reply),
+            };
+            let Some((decision, revealed)) = answer else {
                 continue;
             };
             let shown = revealed.first().map(|seen| (seen.status, seen.version));
-            let op = ClientOp::Get {
-                task_id: task_id.to_owned(),
-            };
             self.answered(op, decision, revealed);
             let Some((status, version)) = shown else {
                 return; // gone: expired, or never the client's
@@ -319,10 +398,16 @@ impl Client {
             if status == TaskStatus::InputRequired
                 && let Some(version) = version
             {
-                self.provide_input(task_id, version);
+                match asked {
+                    Some(asked) => self.update_input(task_id, &asked).await,
+                    None => self.provide_input(task_id, version),
+                }
             }
             if status.is_terminal() {
-                self.fetch_result(task_id).await;
+                // 2026-07-28 has no tasks/result: the outcome came inlined in that read.
+                if self.era == Era::Core2025 {
+                    self.fetch_result(task_id).await;
+                }
                 return;
             }
         }
@@ -342,7 +427,11 @@ impl Client {
             let op = ClientOp::Cancel {
                 task_id: task_id.to_owned(),
             };
-            let Some((decision, revealed)) = cancel_answer(reply) else {
+            let answer = match self.era {
+                Era::Core2025 => cancel_answer(reply),
+                Era::Extension2026 => ack_answer(reply, task_id, Decision::ApplyCancel),
+            };
+            let Some((decision, revealed)) = answer else {
                 continue;
             };
             if self.answer_lost() {
@@ -366,24 +455,57 @@ impl Client {
         let target =
             foreign[(madsim::rand::random::<u64>() % foreign.len() as u64) as usize].clone();
         let params = json!({ "taskId": target });
-        let (op, answer) = match madsim::rand::random::<u64>() % 3 {
-            0 => (
+        let draw = madsim::rand::random::<u64>() % 3;
+        let (op, answer) = match (self.era, draw) {
+            (Era::Core2025, 0) => (
                 ClientOp::Cancel {
                     task_id: target.clone(),
                 },
                 cancel_answer(self.rpc("tasks/cancel", params).await),
             ),
-            1 => (
+            (Era::Core2025, 1) => (
                 ClientOp::Result {
                     task_id: target.clone(),
                 },
                 result_answer(self.rpc("tasks/result", params).await, &target, None),
             ),
-            _ => (
+            (Era::Core2025, _) => (
                 ClientOp::Get {
                     task_id: target.clone(),
                 },
                 get_answer(self.rpc("tasks/get", params).await),
+            ),
+            (Era::Extension2026, 0) => (
+                ClientOp::Cancel {
+                    task_id: target.clone(),
+                },
+                ack_answer(
+                    self.rpc("tasks/cancel", params).await,
+                    &target,
+                    Decision::ApplyCancel,
+                ),
+            ),
+            (Era::Extension2026, 1) => {
+                let params = json!({
+                    "taskId": target,
+                    "inputResponses": { "columns": { "action": "accept", "content": { "columns": "stolen" } } },
+                });
+                (
+                    ClientOp::ProvideInput {
+                        task_id: target.clone(),
+                    },
+                    ack_answer(
+                        self.rpc("tasks/update", params).await,
+                        &target,
+                        Decision::ApplyInput,
+                    ),
+                )
+            }
+            (Era::Extension2026, _) => (
+                ClientOp::GetModern {
+                    task_id: target.clone(),
+                },
+                detailed_answer(self.rpc("tasks/get", params).await),
             ),
         };
         if let Some((decision, revealed)) = answer {
@@ -420,6 +542,33 @@ impl Client {
             reply.decision,
             reply.record.iter().map(revealed_of).collect(),
         );
+    }
+
+    /// The requestor answers a 2026-07-28 task's open questions over the wire
+    /// (`tasks/update`); the acknowledgement's version says whether the answer applied.
+    async fn update_input(
+        &self,
+        task_id: &str,
+        asked: &serde_json::Map<String, serde_json::Value>,
+    ) {
+        let responses: serde_json::Map<String, serde_json::Value> = asked
+            .keys()
+            .map(|key| {
+                let answer = json!({ "action": "accept", "content": { "columns": "id,total" } });
+                (key.clone(), answer)
+            })
+            .collect();
+        let params = json!({ "taskId": task_id, "inputResponses": responses });
+        let reply = self.rpc("tasks/update", params).await;
+        if let Some((decision, revealed)) = ack_answer(reply, task_id, Decision::ApplyInput) {
+            if decision == Decision::ApplyInput {
+                self.mark("input-provided-by-update");
+            }
+            let op = ClientOp::ProvideInput {
+                task_id: task_id.to_owned(),
+            };
+            self.answered(op, decision, revealed);
+        }
     }
 
     /// `tasks/result` of a task seen terminal.
@@ -495,6 +644,63 @@ pub(super) fn get_answer(reply: Reply) -> Shown {
                 .collect(),
         )),
         // Not found, another tenant's, expired: one answer on the wire.
+        Reply::Error { .. } => Some((Decision::BlockNotFound, Vec::new())),
+        Reply::Unavailable => None,
+    }
+}
+
+/// A 2026-07-28 `tasks/get` answer: the task, its outcome inlined once terminal.
+pub(super) fn detailed_answer(reply: Reply) -> Shown {
+    match reply {
+        Reply::Result(task) => {
+            let mut seen = revealed_of_wire(&task, version_meta(&task));
+            if let Some(seen) = &mut seen {
+                seen.outcome = if let Some(result) = task.get("result") {
+                    Some(TaskOutcome::Result {
+                        result: result.clone(),
+                    })
+                } else {
+                    task.get("error").map(|error| TaskOutcome::RpcError {
+                        code: error["code"].as_i64().unwrap_or_default(),
+                        message: error["message"].as_str().unwrap_or_default().to_owned(),
+                        data: error.get("data").cloned(),
+                    })
+                };
+            }
+            Some((Decision::ReturnStatus, seen.into_iter().collect()))
+        }
+        Reply::Error { .. } => Some((Decision::BlockNotFound, Vec::new())),
+        Reply::Unavailable => None,
+    }
+}
+
+/// A 2026-07-28 acknowledgement (`tasks/cancel`, `tasks/update`): the same empty answer
+/// whether the write applied or not, except tasklatch's `_meta` version, present when it
+/// applied (`applied`: the decision that means). Without it: `ALREADY_TERMINAL` for a
+/// cancel, `IGNORE_INPUT` for an update.
+pub(super) fn ack_answer(reply: Reply, task_id: &str, applied: Decision) -> Shown {
+    match reply {
+        Reply::Result(ack) => match version_meta(&ack) {
+            Some(version) => {
+                let status = match (applied, ack["_meta"][modern::STATUS_META].as_str()) {
+                    (Decision::ApplyCancel, _) => Some(TaskStatus::Cancelled),
+                    (_, Some(status)) => serde::Deserialize::deserialize(&json!(status)).ok(),
+                    (_, None) => None,
+                };
+                let seen = status.map(|status| Revealed {
+                    task_id: task_id.to_owned(),
+                    auth_key: String::new(),
+                    status,
+                    version: Some(version),
+                    outcome: None,
+                });
+                Some((applied, seen.into_iter().collect()))
+            }
+            None if applied == Decision::ApplyCancel => {
+                Some((Decision::AlreadyTerminal, Vec::new()))
+            }
+            None => Some((Decision::IgnoreInput, Vec::new())),
+        },
         Reply::Error { .. } => Some((Decision::BlockNotFound, Vec::new())),
         Reply::Unavailable => None,
     }

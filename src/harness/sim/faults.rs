@@ -36,6 +36,22 @@ pub(super) fn draw_knobs(scenario: &Scenario) -> Knobs {
     }
 }
 
+/// The era each tenant's client speaks: drawn only where the scenario offers more than
+/// one (so single-era scenarios draw nothing and replay as before eras existed). Empty
+/// for scenarios of 2025-11-25 clients only, whose plans read as before eras.
+pub(super) fn draw_eras(scenario: &Scenario) -> Vec<crate::contract::Era> {
+    let eras = &scenario.client_eras;
+    if eras.as_slice() == [crate::contract::Era::Core2025] {
+        return Vec::new();
+    }
+    (0..scenario.tenants)
+        .map(|_| match eras.len() {
+            1 => eras[0],
+            n => eras[roll(n as u64) as usize],
+        })
+        .collect()
+}
+
 /// A draw in `0..bound` from the simulation's seeded generator.
 pub(super) fn roll(bound: u64) -> u64 {
     madsim::rand::random::<u64>() % bound.max(1)

@@ -152,6 +152,7 @@ fn write_op(out: &mut String, op: &ClientOp) {
         }
         ClientOp::Get { task_id } => ("Get", task_id),
         ClientOp::Result { task_id } => ("Result", task_id),
+        ClientOp::GetModern { task_id } => ("GetModern", task_id),
         ClientOp::Cancel { task_id } => ("Cancel", task_id),
         ClientOp::ProvideInput { task_id } => ("ProvideInput", task_id),
     };
@@ -432,6 +433,9 @@ mod tests {
             },
             ClientOp::ProvideInput {
                 task_id: "d".into(),
+            },
+            ClientOp::GetModern {
+                task_id: "e".into(),
             },
             ClientOp::List,
         ];

@@ -3,6 +3,7 @@
 //! choices each seed draws its knobs from (swarm testing), phase budgets, the default seed
 //! range, and the coverage marks the default seeds must hit.
 
+use crate::contract::Era;
 use crate::runtime::Point;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -39,6 +40,8 @@ pub const KNOWN_MARKS: &[&str] = &[
     "idempotency-collision-refused",
     "cancel-retried",
     "input-provided",
+    "input-provided-by-update",
+    "modern-client",
     "task-adopted-from-list",
 ];
 
@@ -78,10 +81,22 @@ pub struct Scenario {
     /// Marks the default seeds must hit between them (a fault never injected is a test
     /// that cannot fail).
     pub marks: Vec<String>,
+    /// The protocol eras clients speak; each client draws one per run (recorded in the
+    /// plan). Absent: `["2025-11-25"]`, the only era before there were two.
+    #[serde(default = "core_era_only", skip_serializing_if = "is_core_era_only")]
+    pub client_eras: Vec<Era>,
     /// A pinned run: these knobs and this fault schedule instead of the ones each seed
     /// draws. The minimiser writes it; absent in hand-written scenarios.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<Plan>,
+}
+
+fn core_era_only() -> Vec<Era> {
+    vec![Era::Core2025]
+}
+
+fn is_core_era_only(eras: &[Era]) -> bool {
+    eras == [Era::Core2025]
 }
 
 /// The knobs and fault schedule of one run.
@@ -92,6 +107,10 @@ pub struct Plan {
     pub knobs: Knobs,
     /// In the order they run; one at a time.
     pub faults: Vec<PlannedFault>,
+    /// The era each tenant's client speaks, by tenant; empty: every client 2025-11-25
+    /// (plans written before eras).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_eras: Vec<Era>,
 }
 
 /// One fault the supervisor injects during the safety phase.
@@ -301,6 +320,15 @@ impl Scenario {
         if self.poll_interval_ms == 0 {
             return fail("poll_interval_ms", "must be positive".into());
         }
+        if self.client_eras.is_empty()
+            || (1..self.client_eras.len())
+                .any(|at| self.client_eras[..at].contains(&self.client_eras[at]))
+        {
+            return fail(
+                "client_eras",
+                "must name at least one era, each once (\"2025-11-25\", \"2026-07-28\")".into(),
+            );
+        }
         if self.default_seeds[0] >= self.default_seeds[1] {
             return fail(
                 "default_seeds",
@@ -375,6 +403,21 @@ impl Scenario {
     }
 
     fn validate_plan(&self, plan: &Plan) -> Result<(), (&'static str, String)> {
+        if !plan.client_eras.is_empty()
+            && (plan.client_eras.len() != self.tenants
+                || plan
+                    .client_eras
+                    .iter()
+                    .any(|era| !self.client_eras.contains(era)))
+        {
+            return Err((
+                "plan.client_eras",
+                format!(
+                    "must name one of the scenario's client_eras for each of the {} tenants",
+                    self.tenants
+                ),
+            ));
+        }
         let mut knobs = plan.knobs.clone();
         for (field, percent) in knobs.percents_mut() {
             if *percent > 100 {

@@ -6,7 +6,7 @@ use super::SimEnv;
 use super::scenario::{FaultKind, Knobs, Plan, Scenario};
 use super::{
     client::client,
-    faults::{FaultyQueue, SimProbe, draw_faults, draw_knobs},
+    faults::{FaultyQueue, SimProbe, draw_eras, draw_faults, draw_knobs},
     history::History,
     outcome::{SimOutcome, trace_hash},
     recording::RecordingStore,
@@ -273,8 +273,12 @@ pub(super) async fn simulate(
     let drawn = Plan {
         knobs: draw_knobs(&scenario),
         faults: draw_faults(&scenario),
+        client_eras: draw_eras(&scenario),
     };
-    let plan = scenario.plan.clone().unwrap_or(drawn);
+    let mut plan = scenario.plan.clone().unwrap_or(drawn.clone());
+    if plan.client_eras.is_empty() {
+        plan.client_eras = drawn.client_eras;
+    }
     let knobs = plan.knobs.clone();
     *history.plan.lock().expect("plan") = Some(plan.clone());
     history.push(Event::Fault {
@@ -341,7 +345,8 @@ pub(super) async fn simulate(
             let name = format!("client-{tenant}");
             let node = handle.create_node().name(name.clone()).build();
             history.name(node.id(), &name);
-            node.spawn(client(shared.clone(), tenant))
+            let era = plan.client_eras.get(tenant).copied().unwrap_or_default();
+            node.spawn(client(shared.clone(), tenant, era))
         })
         .collect();
 

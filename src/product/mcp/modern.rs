@@ -19,6 +19,7 @@
 //! | `tasks/get` | the task with `result`, `error` or `inputRequests` inlined, `resultType: "complete"` |
 //! | `tasks/update` | `{resultType: "complete"}`: answers to open keys stored (`APPLY_INPUT`), others ignored |
 //! | `tasks/cancel` | `{resultType: "complete"}`, also on a terminal task (`ALREADY_TERMINAL`) |
+//! | an applied update or cancel | the same, with `_meta["dev.tasklatch/version"]` and `["dev.tasklatch/status"]` of the task after it (tasklatch's: an ignored write has neither) |
 //! | unknown task, another caller's, one created in the 2025-11-25 era | `-32602 "Failed to retrieve task: Task not found"` |
 //!
 //! A tool result with `isError: true` ends a task of this era `completed`; `failed` is for
@@ -223,9 +224,22 @@ fn complete(result: Value) -> Value {
     }
 }
 
-/// The acknowledgement of `tasks/update` and `tasks/cancel`.
+/// `_meta` key of the task's status after an applied `tasks/update` (beside its version).
+pub const STATUS_META: &str = "dev.tasklatch/status";
+
+/// The acknowledgement of `tasks/update` and `tasks/cancel` that changed nothing.
 fn ack() -> Value {
     json!({ "resultType": "complete" })
+}
+
+/// The acknowledgement of an applied `tasks/update` or `tasks/cancel`: still empty, but
+/// tasklatch's `_meta` carries the task's version (and status) after the write, so a client
+/// can tell an applied write from an ignored one and order what it saw.
+fn ack_applied(record: &TaskRecord) -> Value {
+    json!({
+        "resultType": "complete",
+        "_meta": { wire::VERSION_META: record.version, STATUS_META: record.status.as_str() },
+    })
 }
 
 /// A tool result reporting an error to the model (this era's answer to bad arguments).
@@ -448,14 +462,15 @@ impl Server {
             })
             .map_err(|error| self.internal(error))?;
         match answer.decision {
-            Decision::ApplyInput => {
-                if let Some(record) = &answer.record
-                    && record.status == TaskStatus::Working
-                {
-                    self.status_changed(record);
+            Decision::ApplyInput => match &answer.record {
+                Some(record) => {
+                    if record.status == TaskStatus::Working {
+                        self.status_changed(record);
+                    }
+                    Ok(ack_applied(record))
                 }
-                Ok(ack())
-            }
+                None => Ok(ack()),
+            },
             Decision::IgnoreInput | Decision::AlreadyTerminal => Ok(ack()),
             other => Err(refusal(other)),
         }
@@ -475,12 +490,13 @@ impl Server {
             .cancel(Negotiated::FULL, auth_key, task_id, self.env.now_ms())
             .map_err(|error| self.internal(error))?;
         match answer.decision {
-            Decision::ApplyCancel => {
-                if let Some(record) = &answer.record {
+            Decision::ApplyCancel => match &answer.record {
+                Some(record) => {
                     self.status_changed(record);
+                    Ok(ack_applied(record))
                 }
-                Ok(ack())
-            }
+                None => Ok(ack()),
+            },
             Decision::AlreadyTerminal => Ok(ack()),
             other => Err(refusal(other)),
         }
