@@ -511,3 +511,104 @@ fn the_new_surface_refuses_hostile_requests_clearly() {
     assert_eq!(ack["resultType"], "complete");
     assert_eq!(alice.wait_for(&id, terminal)["status"], "cancelled");
 }
+
+#[test]
+fn subscriptions_listen_streams_the_callers_own_tasks_until_they_end() {
+    let (address, _store) = start();
+    let alice = Modern {
+        address: &address,
+        token: Some(ALICE),
+        declares_tasks: true,
+    };
+    let bob = Modern {
+        address: &address,
+        token: Some(BOB),
+        declares_tasks: true,
+    };
+    let undeclared = Modern {
+        address: &address,
+        token: Some(ALICE),
+        declares_tasks: false,
+    };
+    let mine = alice.ok(
+        "tools/call",
+        json!({ "name": "slow_compute", "arguments": { "seconds": 1 } }),
+    );
+    let mine = mine["taskId"].as_str().expect("a task").to_owned();
+    let theirs = bob.ok(
+        "tools/call",
+        json!({ "name": "slow_compute", "arguments": { "seconds": 60 } }),
+    );
+    let theirs = theirs["taskId"].as_str().expect("a task").to_owned();
+
+    let filter = json!({ "notifications": { "taskIds": [mine, theirs, "made-up"] } });
+    let (status, error) = undeclared.refused("subscriptions/listen", filter.clone(), &[]);
+    assert_eq!(
+        (status, error["code"].as_i64()),
+        (400, Some(-32021)),
+        "{error}"
+    );
+
+    // The stream ends by itself once every agreed task is terminal.
+    let reply = alice.send("subscriptions/listen", filter, &[]);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert!(
+        reply
+            .header("content-type")
+            .is_some_and(|kind| kind.starts_with("text/event-stream"))
+    );
+    let messages: Vec<Value> = reply
+        .body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|data| serde_json::from_str(data).expect("one JSON message per event"))
+        .collect();
+    let (first, last) = (&messages[0], messages.last().expect("messages"));
+    assert_eq!(
+        first["method"], "notifications/subscriptions/acknowledged",
+        "{first}"
+    );
+    assert_eq!(
+        first["params"]["notifications"]["taskIds"],
+        json!([mine]),
+        "only its own task is agreed: {first}"
+    );
+    assert_eq!(
+        last["id"], 7,
+        "the listen request's answer ends the stream: {last}"
+    );
+    assert_eq!(last["result"]["resultType"], "complete");
+    let notices: Vec<&Value> = messages[1..messages.len() - 1].iter().collect();
+    for message in messages.iter().take(messages.len() - 1) {
+        assert_eq!(
+            message["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7,
+            "{message}"
+        );
+    }
+    assert!(
+        notices
+            .iter()
+            .all(|notice| notice["method"] == "notifications/tasks"
+                && notice["params"]["taskId"] == mine.as_str())
+    );
+    let statuses: Vec<&str> = notices
+        .iter()
+        .filter_map(|notice| notice["params"]["status"].as_str())
+        .collect();
+    assert_eq!(statuses.first(), Some(&"working"), "{statuses:?}");
+    assert_eq!(statuses.last(), Some(&"completed"), "{statuses:?}");
+    let done = notices.last().expect("a final notice");
+    assert!(
+        done["params"]["result"]["content"].is_array(),
+        "the DetailedTask, result inlined: {done}"
+    );
+    assert!(
+        done["params"].get("resultType").is_none(),
+        "a notification is not a result: {done}"
+    );
+    assert!(
+        !reply.body.contains(&theirs),
+        "another caller's task never appears"
+    );
+    bob.ok("tasks/cancel", json!({ "taskId": theirs }));
+}

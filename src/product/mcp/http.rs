@@ -629,6 +629,19 @@ async fn modern_post(shared: &Arc<Shared>, headers: &HeaderMap, incoming: Incomi
         Err(error) => Err(error),
         Ok(envelope) => match check_routing_headers(headers, &envelope, &method, &params) {
             Err(error) => Err(error),
+            Ok(()) if method == "subscriptions/listen" => {
+                let (send, receive) = tokio::sync::mpsc::channel::<Value>(
+                    shared.server.config.notifications_queued_max,
+                );
+                match shared
+                    .server
+                    .listen(&session, &envelope, &id, &params, send)
+                {
+                    // The SSE answer: acknowledgement, notifications, then the answer.
+                    Ok(()) => return sse_response(receive, true),
+                    Err(error) => Err(error),
+                }
+            }
             Ok(()) => {
                 shared
                     .server

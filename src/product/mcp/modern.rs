@@ -22,12 +22,21 @@
 //! | an applied update or cancel | the same, with `_meta["dev.tasklatch/version"]` and `["dev.tasklatch/status"]` of the task after it (tasklatch's: an ignored write has neither) |
 //! | unknown task, another caller's, one created in the 2025-11-25 era | `-32602 "Failed to retrieve task: Task not found"` |
 //!
+//! `subscriptions/listen` with `notifications.taskIds` opens a stream: first
+//! `notifications/subscriptions/acknowledged` naming the task ids agreed (the caller's own
+//! tasks of this era; others are left out, as if unknown), then each agreed task's current
+//! state and every change as `notifications/tasks` (the `DetailedTask`), each message with
+//! `_meta["io.modelcontextprotocol/subscriptionId"]`; once every agreed task is terminal,
+//! the listen request's answer ends the stream. Over HTTP it is the request's SSE answer;
+//! over stdio the messages go out on stdout. Notifications are hints: `tasks/get` is the
+//! truth.
+//!
 //! A tool result with `isError: true` ends a task of this era `completed`; `failed` is for
 //! protocol errors and carries `error`. A task lives in the era that created it: its
 //! statuses mean different things in the other era's shapes, so the other era's requests
 //! are answered as for an unknown task.
 
-use super::server::{Server, Session, refusal, unexpected};
+use super::server::{Outbound, Server, Session, refusal, unexpected};
 use super::wire::{self, RpcError, code};
 use crate::contract::{
     Decision, Era, InputMap, Negotiated, TaskOutcome, TaskRecord, TaskStatus, TaskSupport,
@@ -35,6 +44,7 @@ use crate::contract::{
 use crate::runtime::{Notify, ToolStep};
 use crate::store::{CreateCommand, InputCommand, WrappedRequest};
 use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
 
 /// The protocol version of this era.
 pub const VERSION: &str = "2026-07-28";
@@ -211,6 +221,17 @@ pub fn detailed_task(record: &TaskRecord) -> Value {
     Value::Object(task)
 }
 
+/// A `notifications/tasks` payload: the `DetailedTask`, without a result's `resultType`.
+fn detailed_fields(record: &TaskRecord) -> Map<String, Value> {
+    match detailed_task(record) {
+        Value::Object(mut task) => {
+            task.remove("resultType");
+            task
+        }
+        _ => unreachable!("a detailed task is an object"),
+    }
+}
+
 /// A result object with `resultType: "complete"` unless it names its own.
 fn complete(result: Value) -> Value {
     match result {
@@ -252,6 +273,149 @@ fn tool_error(message: &str) -> Value {
 }
 
 impl Server {
+    /// `-32022` unless the request speaks this era's version.
+    fn check_version(envelope: &Envelope) -> Result<(), RpcError> {
+        if envelope.version == VERSION {
+            return Ok(());
+        }
+        Err(RpcError::new(
+            error_code::UNSUPPORTED_VERSION,
+            format!("Unsupported protocol version: {}", envelope.version),
+        )
+        .with_data(json!({ "supported": [VERSION], "requested": envelope.version })))
+    }
+
+    /// `subscriptions/listen`: sends the acknowledgement, then `notifications/tasks` for the
+    /// agreed tasks, on `outbound`, where the answer that ends the stream goes too (see the
+    /// module docs). `Err`: the request is refused and nothing was sent.
+    pub fn listen(
+        &self,
+        session: &Session,
+        envelope: &Envelope,
+        id: &Value,
+        params: &Map<String, Value>,
+        outbound: Outbound,
+    ) -> Result<(), RpcError> {
+        Server::check_version(envelope)?;
+        let filter = match params.get("notifications") {
+            Some(Value::Object(filter)) => filter,
+            _ => {
+                return Err(RpcError::invalid_params(
+                    "params.notifications must be an object",
+                ));
+            }
+        };
+        let asked: Vec<&str> = match filter.get("taskIds") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(ids)) if ids.len() <= LISTEN_TASKS_MAX => ids
+                .iter()
+                .map(|id| id.as_str())
+                .collect::<Option<_>>()
+                .ok_or_else(|| {
+                    RpcError::invalid_params("params.notifications.taskIds must be strings")
+                })?,
+            Some(_) => {
+                return Err(RpcError::invalid_params(format!(
+                    "params.notifications.taskIds must be an array of at most {LISTEN_TASKS_MAX} strings"
+                )));
+            }
+        };
+        if !asked.is_empty() && !envelope.declares_tasks {
+            return Err(missing_tasks_capability(
+                "subscriptions/listen with taskIds",
+            ));
+        }
+        // Agreed: the caller's own unexpired tasks of this era (an id proves nothing).
+        let now_ms = self.env.now_ms();
+        let mut current = Vec::new();
+        for task_id in asked {
+            let record = self.modern_record(task_id)?;
+            if crate::contract::guard_get(&session.auth_key, record.as_ref(), now_ms)
+                == Decision::ReturnStatus
+                && let Some(record) = record
+                && !current
+                    .iter()
+                    .any(|seen: &TaskRecord| seen.task_id == record.task_id)
+            {
+                current.push(record);
+            }
+        }
+        let listener = Listener {
+            auth_key: session.auth_key.clone(),
+            subscription_id: id.clone(),
+            open: current
+                .iter()
+                .filter(|record| !record.status.is_terminal())
+                .map(|record| record.task_id.clone())
+                .collect(),
+            outbound,
+        };
+        let mut listeners = self.listeners.lock().expect("listeners");
+        let mine = listeners
+            .values()
+            .filter(|other| other.auth_key == session.auth_key)
+            .count();
+        if mine >= LISTENS_PER_CALLER_MAX {
+            return Err(RpcError::new(
+                code::INVALID_REQUEST,
+                format!("Too many open subscriptions: at most {LISTENS_PER_CALLER_MAX} per caller"),
+            ));
+        }
+        let agreed: Vec<&str> = current
+            .iter()
+            .map(|record| record.task_id.as_str())
+            .collect();
+        let mut acknowledged = Map::new();
+        acknowledged.insert("notifications".into(), json!({ "taskIds": agreed }));
+        let mut sent =
+            vec![listener.message("notifications/subscriptions/acknowledged", acknowledged)];
+        // Each agreed task as it is now, so a change before the stream opened is not missed.
+        for record in &current {
+            sent.push(listener.message("notifications/tasks", detailed_fields(record)));
+        }
+        let finished = listener.open.is_empty();
+        if finished {
+            sent.push(listener.closing());
+        }
+        for message in sent {
+            // Full or closed: the client reads `tasks/get` instead (hints, not truth).
+            let _ = listener.outbound.try_send(message);
+        }
+        if !finished {
+            let key = self
+                .listen_ids
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            listeners.insert(key, listener);
+        }
+        Ok(())
+    }
+
+    /// Tells the listeners following `record` of its change; a listener whose tasks are
+    /// all terminal gets its closing answer and is dropped, one whose client is gone too.
+    pub(super) fn tell_listeners(&self, record: &TaskRecord) {
+        if record.era != Era::Extension2026 {
+            return;
+        }
+        let mut listeners = self.listeners.lock().expect("listeners");
+        listeners.retain(|_, listener| {
+            if listener.auth_key != record.auth_key || !listener.open.contains(&record.task_id) {
+                return !listener.outbound.is_closed();
+            }
+            let notice = listener.message("notifications/tasks", detailed_fields(record));
+            if listener.outbound.try_send(notice).is_err() && listener.outbound.is_closed() {
+                return false;
+            }
+            if record.status.is_terminal() {
+                listener.open.remove(&record.task_id);
+            }
+            if listener.open.is_empty() {
+                let _ = listener.outbound.try_send(listener.closing());
+                return false;
+            }
+            true
+        });
+    }
+
     /// Handles one request of this era whose envelope was read; the transport checked
     /// whatever headers it has. Every result carries `resultType` and the server's info.
     pub async fn handle_modern(
@@ -261,13 +425,7 @@ impl Server {
         method: &str,
         params: &Map<String, Value>,
     ) -> Result<Value, RpcError> {
-        if envelope.version != VERSION {
-            return Err(RpcError::new(
-                error_code::UNSUPPORTED_VERSION,
-                format!("Unsupported protocol version: {}", envelope.version),
-            )
-            .with_data(json!({ "supported": [VERSION], "requested": envelope.version })));
-        }
+        Server::check_version(envelope)?;
         let result = match method {
             "server/discover" => Ok(self.discover()),
             "tools/list" => Ok(json!({
@@ -500,5 +658,46 @@ impl Server {
             Decision::AlreadyTerminal => Ok(ack()),
             other => Err(refusal(other)),
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// subscriptions/listen: notifications/tasks for the caller's own tasks of this era.
+// ---------------------------------------------------------------------------------------
+
+/// Open `subscriptions/listen` streams per caller, at most.
+pub const LISTENS_PER_CALLER_MAX: usize = 16;
+/// Task ids one listen may name, at most.
+pub const LISTEN_TASKS_MAX: usize = 256;
+/// `_meta` key tying a listen stream's messages to its request.
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// One open `subscriptions/listen` stream.
+pub(super) struct Listener {
+    pub(super) auth_key: String,
+    /// The listen request's id, echoed in every message's `_meta`.
+    pub(super) subscription_id: Value,
+    /// The tasks it follows that are not terminal yet.
+    pub(super) open: BTreeSet<String>,
+    pub(super) outbound: Outbound,
+}
+
+impl Listener {
+    fn message(&self, method: &str, mut params: Map<String, Value>) -> Value {
+        let meta = params
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.insert(META_SUBSCRIPTION_ID.into(), self.subscription_id.clone());
+        }
+        wire::notification(method, Value::Object(params))
+    }
+
+    /// The listen request's final answer: the stream ends with it.
+    fn closing(&self) -> Value {
+        wire::response(
+            &self.subscription_id,
+            json!({ "resultType": "complete", "_meta": { META_SUBSCRIPTION_ID: self.subscription_id } }),
+        )
     }
 }

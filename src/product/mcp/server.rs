@@ -107,6 +107,9 @@ pub struct Server {
     changed: tokio::sync::Notify,
     subscribers: Mutex<BTreeMap<String, Subscriber>>,
     progress: Mutex<BTreeMap<String, ProgressWatch>>,
+    /// Open 2026-07-28 `subscriptions/listen` streams, by a counter.
+    pub(super) listeners: Mutex<BTreeMap<u64, super::modern::Listener>>,
+    pub(super) listen_ids: std::sync::atomic::AtomicU64,
 }
 
 impl Server {
@@ -126,6 +129,8 @@ impl Server {
             changed: tokio::sync::Notify::new(),
             subscribers: Mutex::new(BTreeMap::new()),
             progress: Mutex::new(BTreeMap::new()),
+            listeners: Mutex::new(BTreeMap::new()),
+            listen_ids: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -167,6 +172,28 @@ impl Server {
                 if super::modern::carries_envelope(&params) =>
             {
                 let answer = match super::modern::envelope(&params) {
+                    Ok(envelope) if method == "subscriptions/listen" => {
+                        // The stream is the session's outbound (stdio: stdout); its
+                        // answer comes when it ends.
+                        let outbound = self
+                            .subscribers
+                            .lock()
+                            .expect("subscribers")
+                            .get(&session.id)
+                            .map(|subscriber| subscriber.outbound.clone());
+                        match outbound {
+                            Some(outbound) => {
+                                match self.listen(session, &envelope, &id, &params, outbound) {
+                                    Ok(()) => return None,
+                                    Err(error) => Err(error),
+                                }
+                            }
+                            None => Err(RpcError::new(
+                                code::METHOD_NOT_FOUND,
+                                "Method not found: subscriptions/listen needs a stream this connection does not have",
+                            )),
+                        }
+                    }
                     Ok(envelope) => {
                         self.handle_modern(session, &envelope, &method, &params)
                             .await
@@ -534,6 +561,7 @@ impl Notify for Server {
     /// on the creating call's token until the task is terminal.
     fn status_changed(&self, record: &TaskRecord) {
         self.changed.notify_waiters();
+        self.tell_listeners(record);
         self.send(
             &record.auth_key,
             None,
