@@ -2,11 +2,14 @@
 //! other callers' sessions, unknown sessions, wrong content types, huge bodies, malformed
 //! JSON, a flood of polls for another tenant's task — each a clear HTTP status with a
 //! JSON-RPC error body, the server still up, nothing stored changed. Plus the SSE answer of
-//! a blocking `tasks/result`, and sessions ending.
+//! a blocking `tasks/result`, and sessions ending. And the 2025-11-25 input round trip: the
+//! SSE answer of a `tasks/result` blocked on an `input_required` task carries the task's
+//! `elicitation/create`, the client POSTs its response on its session, and the same stream
+//! ends with the result; nobody else is asked or heard.
 
 mod http_client;
 
-use http_client::{initialize, request, rpc};
+use http_client::{EventStream, initialize, initialize_with, request, rpc};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tasklatch::mcp::http::{self, HttpConfig, Tokens};
@@ -454,5 +457,259 @@ fn the_least_recently_used_session_makes_room() {
             200
         );
     }
+    let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// Polls `tasks/get` until the task shows `status`; returns the task.
+fn wait_status(address: &str, token: &str, session: &str, task_id: &str, status: &str) -> Value {
+    for _ in 0..400 {
+        let got = call(
+            address,
+            token,
+            session,
+            "tasks/get",
+            json!({ "taskId": task_id }),
+        );
+        if got["result"]["status"] == status {
+            return got["result"].clone();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    panic!("task {task_id} never showed {status}");
+}
+
+/// Posts a JSON-RPC response (the client answering the server); the transport says 202.
+fn respond(address: &str, token: &str, session: &str, response: Value) {
+    let reply = rpc(address, token, Some(session), &response).expect("answered");
+    assert_eq!(reply.status, 202, "{}", reply.body);
+}
+
+fn create_confirmed_export(address: &str, session: &str, name: &str) -> String {
+    let created = call(
+        address,
+        ALICE,
+        session,
+        "tools/call",
+        json!({ "name": "export", "arguments": { "name": name, "delay_ms": 0, "confirm": true }, "task": {} }),
+    );
+    created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {created}"))
+        .to_owned()
+}
+
+/// Reads `stream` up to its first `elicitation/create`, checking everything before it is a
+/// notification.
+fn next_question(stream: &mut EventStream) -> Value {
+    loop {
+        let message = stream.next_message().expect("a question before the end");
+        if message["method"] == "elicitation/create" {
+            return message;
+        }
+        assert!(
+            message.get("id").is_none(),
+            "only notifications before the question: {message}"
+        );
+    }
+}
+
+/// Reads `stream` to its end; returns the response and counts the requests before it.
+fn final_answer(stream: &mut EventStream) -> (Value, usize) {
+    let mut requests = 0;
+    let mut answer = None;
+    while let Some(message) = stream.next_message() {
+        match (message.get("id"), message.get("method")) {
+            (Some(_), Some(_)) => requests += 1,
+            (Some(_), None) => answer = Some(message),
+            _ => {}
+        }
+    }
+    (answer.expect("the stream ends with the response"), requests)
+}
+
+#[test]
+fn input_required_is_asked_on_the_result_stream_and_answered_by_a_post() {
+    let scratch = std::env::temp_dir().join(format!("tasklatch-http-input-{}", std::process::id()));
+    let exports = scratch.join("exports");
+    let address = start(exports.clone());
+    let alice = initialize_with(&address, ALICE, json!({ "elicitation": {} })).unwrap();
+    let bob = initialize_with(&address, BOB, json!({ "elicitation": {} })).unwrap();
+    let related = "io.modelcontextprotocol/related-task";
+
+    // Accepted.
+    let task_id = create_confirmed_export(&address, &alice, "kept");
+    let waiting = wait_status(&address, ALICE, &alice, &task_id, "input_required");
+    assert!(waiting["statusMessage"].is_string(), "{waiting}");
+    // Another tenant's tasks/result: the task does not exist for it, and nothing is asked.
+    let mut theirs = EventStream::post(
+        &address,
+        BOB,
+        &bob,
+        &json!({ "jsonrpc": "2.0", "id": 30, "method": "tasks/result", "params": { "taskId": task_id } }),
+    )
+    .unwrap();
+    let (refused, asked) = final_answer(&mut theirs);
+    assert_eq!(asked, 0, "bob is never asked alice's question");
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let mut stream = EventStream::post(
+        &address,
+        ALICE,
+        &alice,
+        &json!({ "jsonrpc": "2.0", "id": 20, "method": "tasks/result", "params": { "taskId": task_id } }),
+    )
+    .unwrap();
+    assert_eq!(stream.status, 200);
+    let ask = next_question(&mut stream);
+    assert_eq!(
+        ask["params"]["_meta"][related]["taskId"],
+        task_id.as_str(),
+        "{ask}"
+    );
+    assert_eq!(
+        ask["params"]["requestedSchema"]["properties"]["confirm"]["type"],
+        "boolean"
+    );
+    let accept = json!({ "action": "accept", "content": { "confirm": true } });
+    // Responses nobody on that session asked for: accepted by the transport, ignored.
+    respond(
+        &address,
+        ALICE,
+        &alice,
+        json!({ "jsonrpc": "2.0", "id": "tasklatch-ask-nobody", "result": accept }),
+    );
+    respond(
+        &address,
+        BOB,
+        &bob,
+        json!({ "jsonrpc": "2.0", "id": ask["id"], "result": accept }),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let still = call(
+        &address,
+        ALICE,
+        &alice,
+        "tasks/get",
+        json!({ "taskId": task_id }),
+    );
+    assert_eq!(still["result"]["status"], "input_required", "{still}");
+    // The owner's answer: the same stream ends with the completed result.
+    respond(
+        &address,
+        ALICE,
+        &alice,
+        json!({ "jsonrpc": "2.0", "id": ask["id"], "result": accept }),
+    );
+    let (answer, asked) = final_answer(&mut stream);
+    assert_eq!(asked, 0, "each question is asked once per stream");
+    assert_eq!(answer["id"], 20);
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert_eq!(
+        answer["result"]["_meta"][related]["taskId"],
+        task_id.as_str()
+    );
+    assert!(exports.join(format!("{task_id}.json")).is_file());
+    let done = call(
+        &address,
+        ALICE,
+        &alice,
+        "tasks/get",
+        json!({ "taskId": task_id }),
+    );
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+
+    // Declined by a JSON-RPC error response: an isError result, no file.
+    let declined = create_confirmed_export(&address, &alice, "dropped");
+    wait_status(&address, ALICE, &alice, &declined, "input_required");
+    let mut stream = EventStream::post(
+        &address,
+        ALICE,
+        &alice,
+        &json!({ "jsonrpc": "2.0", "id": 21, "method": "tasks/result", "params": { "taskId": declined } }),
+    )
+    .unwrap();
+    let ask = next_question(&mut stream);
+    respond(
+        &address,
+        ALICE,
+        &alice,
+        json!({ "jsonrpc": "2.0", "id": ask["id"], "error": { "code": -32603, "message": "closed" } }),
+    );
+    let (answer, _) = final_answer(&mut stream);
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        "export cancelled by the requestor"
+    );
+    assert!(!exports.join(format!("{declined}.json")).exists());
+    let failed = call(
+        &address,
+        ALICE,
+        &alice,
+        "tasks/get",
+        json!({ "taskId": declined }),
+    );
+    assert_eq!(failed["result"]["status"], "failed", "{failed}");
+
+    // A stream whose client goes away forgets its question: the old id answers nothing,
+    // and the next tasks/result asks again under a new id.
+    let reasked = create_confirmed_export(&address, &alice, "reasked");
+    wait_status(&address, ALICE, &alice, &reasked, "input_required");
+    let result_of = |id: u64| json!({ "jsonrpc": "2.0", "id": id, "method": "tasks/result", "params": { "taskId": reasked } });
+    let mut stream = EventStream::post(&address, ALICE, &alice, &result_of(23)).unwrap();
+    let first = next_question(&mut stream);
+    drop(stream);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    respond(
+        &address,
+        ALICE,
+        &alice,
+        json!({ "jsonrpc": "2.0", "id": first["id"], "result": accept }),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let still = call(
+        &address,
+        ALICE,
+        &alice,
+        "tasks/get",
+        json!({ "taskId": reasked }),
+    );
+    assert_eq!(still["result"]["status"], "input_required", "{still}");
+    let mut stream = EventStream::post(&address, ALICE, &alice, &result_of(24)).unwrap();
+    let second = next_question(&mut stream);
+    assert_ne!(second["id"], first["id"]);
+    respond(
+        &address,
+        ALICE,
+        &alice,
+        json!({ "jsonrpc": "2.0", "id": second["id"], "result": accept }),
+    );
+    let (answer, _) = final_answer(&mut stream);
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+
+    // A client that did not declare elicitation is not asked: its task waits until
+    // cancelled, and the blocked call then ends without a question.
+    let plain = initialize(&address, ALICE).unwrap();
+    let unasked = create_confirmed_export(&address, &plain, "unasked");
+    wait_status(&address, ALICE, &plain, &unasked, "input_required");
+    let mut stream = EventStream::post(
+        &address,
+        ALICE,
+        &plain,
+        &json!({ "jsonrpc": "2.0", "id": 22, "method": "tasks/result", "params": { "taskId": unasked } }),
+    )
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let cancelled = call(
+        &address,
+        ALICE,
+        &plain,
+        "tasks/cancel",
+        json!({ "taskId": unasked }),
+    );
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    let (answer, asked) = final_answer(&mut stream);
+    assert_eq!(asked, 0, "a client without elicitation is never asked");
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    assert!(!exports.join(format!("{unasked}.json")).exists());
     let _ = std::fs::remove_dir_all(&scratch);
 }

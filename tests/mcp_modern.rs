@@ -352,6 +352,54 @@ fn input_is_asked_in_tasks_get_and_answered_by_tasks_update() {
 }
 
 #[test]
+fn export_asks_for_confirmation_in_tasks_get_and_takes_it_from_tasks_update() {
+    let (address, _store) = start();
+    let exports = std::env::temp_dir().join(format!("tasklatch-modern-{}", std::process::id()));
+    let alice = Modern {
+        address: &address,
+        token: Some(ALICE),
+        declares_tasks: true,
+    };
+    for (name, answer, exported) in [
+        (
+            "modern-kept",
+            json!({ "action": "accept", "content": { "confirm": true } }),
+            true,
+        ),
+        ("modern-dropped", json!({ "action": "decline" }), false),
+    ] {
+        let created = alice.ok(
+            "tools/call",
+            json!({ "name": "export", "arguments": { "name": name, "delay_ms": 0, "confirm": true } }),
+        );
+        assert_eq!(created["resultType"], "task", "{created}");
+        let id = created["taskId"].as_str().expect("taskId").to_owned();
+        let asked = alice.wait_for(&id, |task| task["status"] == "input_required");
+        let question = &asked["inputRequests"]["confirm"];
+        assert_eq!(question["method"], "elicitation/create", "{asked}");
+        assert_eq!(
+            question["params"]["requestedSchema"]["properties"]["confirm"]["type"],
+            "boolean"
+        );
+        alice.ok(
+            "tasks/update",
+            json!({ "taskId": id, "inputResponses": { "confirm": answer } }),
+        );
+        let done = alice.wait_for(&id, terminal);
+        // A tool error completes a task of this era.
+        assert_eq!(done["status"], "completed", "{done}");
+        assert_eq!(done["result"]["isError"], !exported, "{done}");
+        if !exported {
+            assert_eq!(
+                done["result"]["content"][0]["text"],
+                "export cancelled by the requestor"
+            );
+        }
+        assert_eq!(exports.join(format!("{id}.json")).is_file(), exported);
+    }
+}
+
+#[test]
 fn the_new_surface_refuses_hostile_requests_clearly() {
     let (address, store) = start();
     let alice = Modern {

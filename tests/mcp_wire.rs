@@ -281,6 +281,15 @@ async fn a_task_runs_its_lifecycle_in_the_exact_shapes() {
     )
     .await;
     assert_eq!(result(&sync_export)["isError"], false);
+    // Only a task can ask its requestor: a synchronous export that would ask says so.
+    let sync_confirm = rpc(
+        server,
+        &a,
+        "tools/call",
+        json!({ "name": "export", "arguments": { "name": "now", "delay_ms": 0, "confirm": true } }),
+    )
+    .await;
+    assert_eq!(result(&sync_confirm)["isError"], true, "{sync_confirm}");
 
     // Listing pages through every task of the caller (page size 2 here).
     let mut seen = Vec::new();
@@ -437,6 +446,7 @@ async fn hostile_input_gets_clear_errors_and_changes_nothing() {
         ("arguments a string", json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "export", "arguments": "x"}}).to_string(), -32602),
         ("argument too long", json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "export", "arguments": {"name": long_name}, "task": {}}}).to_string(), -32602),
         ("unknown argument", json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "export", "arguments": {"name": "x", "sudo": true}, "task": {}}}).to_string(), -32602),
+        ("confirm not a boolean", json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "export", "arguments": {"name": "x", "confirm": "yes"}, "task": {}}}).to_string(), -32602),
         ("ttl a string", json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "export", "arguments": {"name": "x"}, "task": {"ttl": "long"}}}).to_string(), -32602),
         ("task not an object", json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "export", "arguments": {"name": "x"}, "task": true}}).to_string(), -32602),
         ("required tool without task", json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "archive", "arguments": {}}}).to_string(), -32601),

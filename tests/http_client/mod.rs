@@ -148,3 +148,150 @@ pub fn initialize(address: &str, token: &str) -> std::io::Result<String> {
             std::io::Error::other(format!("no session id: {} {}", reply.status, reply.body))
         })
 }
+
+/// A POST whose SSE answer is read event by event while it is still open (a blocked
+/// `tasks/result` that sends requests to the client before it answers).
+pub struct EventStream {
+    reader: std::io::BufReader<TcpStream>,
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    chunked: bool,
+    /// Body text read but not yet split into events.
+    pending: String,
+    ended: bool,
+}
+
+impl EventStream {
+    /// Sends a JSON-RPC POST to `/mcp` (bearer `token`, `session`) and reads the head.
+    pub fn post(
+        address: &str,
+        token: &str,
+        session: &str,
+        message: &serde_json::Value,
+    ) -> std::io::Result<EventStream> {
+        let mut stream = TcpStream::connect(address)?;
+        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let body = message.to_string();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nContent-Length: {}\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Authorization: Bearer {token}\r\nMcp-Session-Id: {session}\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(head.as_bytes())?;
+        stream.write_all(body.as_bytes())?;
+        let mut reader = std::io::BufReader::new(stream);
+        let mut status_line = String::new();
+        std::io::BufRead::read_line(&mut reader, &mut status_line)?;
+        let status = status_line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or(0);
+        let mut headers = Vec::new();
+        loop {
+            let mut line = String::new();
+            if std::io::BufRead::read_line(&mut reader, &mut line)? == 0 {
+                break;
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((key, value)) = line.split_once(':') {
+                headers.push((key.trim().to_owned(), value.trim().to_owned()));
+            }
+        }
+        let chunked = headers.iter().any(|(key, value)| {
+            key.eq_ignore_ascii_case("transfer-encoding") && value.contains("chunked")
+        });
+        Ok(EventStream {
+            reader,
+            status,
+            headers,
+            chunked,
+            pending: String::new(),
+            ended: false,
+        })
+    }
+
+    /// The next SSE event's data as JSON; `None` at the end of the stream.
+    pub fn next_message(&mut self) -> Option<serde_json::Value> {
+        loop {
+            if let Some(at) = self.pending.find("\n\n") {
+                let event: String = self.pending.drain(..at + 2).collect();
+                let data: String = event
+                    .lines()
+                    .filter_map(|line| line.strip_prefix("data: "))
+                    .collect();
+                if data.is_empty() {
+                    continue;
+                }
+                return Some(
+                    serde_json::from_str(&data).unwrap_or_else(|error| panic!("{error}: {data}")),
+                );
+            }
+            if self.ended || !self.read_more() {
+                self.ended = true;
+                return None;
+            }
+        }
+    }
+
+    /// Reads one chunk (or whatever is there) into `pending`; false at the end.
+    fn read_more(&mut self) -> bool {
+        use std::io::BufRead as _;
+        if self.chunked {
+            let mut size = String::new();
+            if self.reader.read_line(&mut size).unwrap_or(0) == 0 {
+                return false;
+            }
+            let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+                return false;
+            };
+            if size == 0 {
+                return false;
+            }
+            let mut chunk = vec![0; size + 2];
+            if self.reader.read_exact(&mut chunk).is_err() {
+                return false;
+            }
+            chunk.truncate(size);
+            self.pending.push_str(&String::from_utf8_lossy(&chunk));
+            true
+        } else {
+            let mut buffer = [0; 4096];
+            match self.reader.read(&mut buffer) {
+                Ok(0) | Err(_) => false,
+                Ok(read) => {
+                    self.pending
+                        .push_str(&String::from_utf8_lossy(&buffer[..read]));
+                    true
+                }
+            }
+        }
+    }
+}
+
+/// Initializes a session whose client declares `capabilities`; returns its id.
+pub fn initialize_with(
+    address: &str,
+    token: &str,
+    capabilities: serde_json::Value,
+) -> std::io::Result<String> {
+    let reply = rpc(
+        address,
+        token,
+        None,
+        &serde_json::json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": { "protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": { "name": "test", "version": "1" } }
+        }),
+    )?;
+    reply
+        .header("mcp-session-id")
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            std::io::Error::other(format!("no session id: {} {}", reply.status, reply.body))
+        })
+}

@@ -3,8 +3,11 @@
 //! One endpoint, `/mcp`:
 //! - `POST` one JSON-RPC message. A request is answered with `application/json`, except a
 //!   `tasks/result` from a client that accepts `text/event-stream`: that answer is an SSE
-//!   stream that carries the session's notifications while the task works and ends with
-//!   the response. Notifications and responses get `202 Accepted`.
+//!   stream that carries the session's notifications while the task works, the task's
+//!   questions (`elicitation/create` requests) while it is `input_required`, and ends with
+//!   the response. Notifications and responses get `202 Accepted`; a response answers a
+//!   question asked on one of its session's streams (routed by `Mcp-Session-Id`). A
+//!   `tasks/result` that accepts only JSON has no stream: its client cannot be asked.
 //! - `GET` opens the session's notification stream (SSE): `notifications/tasks/status` and
 //!   progress for its caller's tasks.
 //! - `DELETE` ends the session.
@@ -404,7 +407,8 @@ async fn on_post(
     let streams = header_has(&headers, header::ACCEPT, "text/event-stream")
         && matches!(&incoming, Incoming::Request { method, .. } if method == "tasks/result");
     let mut response = match incoming {
-        Incoming::Notification { .. } | Incoming::Response => {
+        // A response answers a request the server sent on one of this session's streams.
+        Incoming::Notification { .. } | Incoming::Response { .. } => {
             shared.server.handle(&session, incoming).await;
             StatusCode::ACCEPTED.into_response()
         }
@@ -429,8 +433,10 @@ async fn on_post(
     response
 }
 
-/// An SSE answer to `tasks/result`: the session's notifications while the task works,
-/// then the response, then the end of the stream.
+/// An SSE answer to `tasks/result`: the session's notifications while the task works, the
+/// task's questions as requests to the client while it is `input_required` (their
+/// responses come back as POSTs on the session), then the response, then the end of the
+/// stream. A client that goes away ends the call.
 fn result_stream(shared: Arc<Shared>, session: Session, incoming: Incoming) -> Response {
     let (send, receive) =
         tokio::sync::mpsc::channel::<Value>(shared.server.config.notifications_queued_max);
@@ -446,19 +452,24 @@ fn result_stream(shared: Arc<Shared>, session: Session, incoming: Incoming) -> R
     shared.server.subscribe(&stream_session, send.clone());
     let server = shared.server.clone();
     tokio::spawn(async move {
-        let answer = server
-            .handle(&session, incoming)
-            .await
-            .unwrap_or(Value::Null);
+        let answered = tokio::select! {
+            biased;
+            answer = server.handle_on(&session, incoming, Some(&send)) => Some(answer),
+            // The client went away: the call ends, and the questions it sent are forgotten.
+            () = send.closed() => None,
+        };
         server.unsubscribe(&stream_session.id);
-        // The receiver may be gone (client disconnected): nothing to do then.
-        let _ = send.send(answer).await;
+        if let Some(answer) = answered {
+            // The receiver may be gone (client disconnected): nothing to do then.
+            let _ = send.send(answer.unwrap_or(Value::Null)).await;
+        }
     });
     sse_response(receive, true)
 }
 
 /// Frames messages from `receive` as SSE events; with `until_response`, the stream ends
-/// after the first message that is a response (has an `id`).
+/// after the first message that is a response (an `id` and no `method`: a request the
+/// server sends has both).
 fn sse_response(receive: tokio::sync::mpsc::Receiver<Value>, until_response: bool) -> Response {
     let stream =
         futures_util::stream::unfold((receive, false), move |(mut receive, done)| async move {
@@ -466,7 +477,8 @@ fn sse_response(receive: tokio::sync::mpsc::Receiver<Value>, until_response: boo
                 return None;
             }
             let message = receive.recv().await?;
-            let last = until_response && message.get("id").is_some();
+            let last =
+                until_response && message.get("id").is_some() && message.get("method").is_none();
             let event = format!("event: message\ndata: {message}\n\n");
             Some((
                 Ok::<_, std::convert::Infallible>(Bytes::from(event)),

@@ -30,11 +30,16 @@
 //! | `tasks/result` on a cancelled task | `-32603 "Task was cancelled: a cancelled task has no result"`, `data: {taskId, status}` (the spec leaves it open, modelcontextprotocol#1956) |
 //! | `tasks/list` where callers cannot be identified (stdio) | `-32601`, and `tasks.list` is not offered |
 //! | store unavailable | `-32603` (the cause is logged, not sent) |
+//! | `tasks/result` of the owner blocked on an `input_required` task | each open question sent on that call's stream as a request (`elicitation/create`, …) with the related-task `_meta`, once per call, if the client declared the capability in `initialize` |
+//! | the client's response to such a request | stored as the answer (`answer_input`); an error response as `{action: "decline"}`; nothing is answered back |
+//! | a response whose id this session was not asked | ignored |
 //!
 //! Unknown params are tolerated (the TypeScript client repeats `task` on `tasks/get`).
 //! `tasks/result` blocks until the task is terminal, then returns the stored
 //! `CallToolResult` (an `isError: true` one as a successful response) with
-//! `_meta["io.modelcontextprotocol/related-task"]`, or the stored JSON-RPC error.
+//! `_meta["io.modelcontextprotocol/related-task"]`, or the stored JSON-RPC error. While it
+//! blocks on an `input_required` task it asks the task's questions on its own stream and
+//! takes the client's responses as the answers (docs/design.md §12; [`server`]).
 //! Idempotent creation: `_meta["dev.tasklatch/idempotency-key"]` (or the HTTP
 //! `Idempotency-Key` header) binds a key to the request's digest, per caller.
 //! `tasks/get`, `tasks/cancel` and `CreateTaskResult` answers carry the task's version as

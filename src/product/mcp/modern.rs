@@ -32,9 +32,12 @@
 //! truth.
 //!
 //! A tool result with `isError: true` ends a task of this era `completed`; `failed` is for
-//! protocol errors and carries `error`. A task lives in the era that created it: its
-//! statuses mean different things in the other era's shapes, so the other era's requests
-//! are answered as for an unknown task.
+//! protocol errors and carries `error`. A request of this era sees only tasks created in
+//! it: a 2025-11-25 task's `failed` may be a tool error, which this era's shapes cannot
+//! say, so such a task is answered as unknown. The other way round is allowed: a
+//! 2025-11-25 request sees every task of its caller (`tasks/list` lists what `tasks/get`
+//! can get), and its shapes can say what any task is — a 2026-07-28 `completed` task whose
+//! result has `isError` is exactly that.
 
 use super::server::{Outbound, Server, Session, refusal, unexpected};
 use super::wire::{self, RpcError, code};

@@ -6,6 +6,10 @@
 //! with a parse error and skipped, without buffering it whole. At end of input the
 //! transport stops reading and answers what is in flight for at most
 //! [`DRAIN_MS_MAX`] milliseconds.
+//!
+//! Stdout is also the stream a blocked `tasks/result` asks on: the questions of an
+//! `input_required` task go out as `elicitation/create` requests (to a client that
+//! declared `capabilities.elicitation`), and the client's response lines answer them.
 
 use super::server::{Server, Session};
 use serde_json::Value;
@@ -70,7 +74,9 @@ where
         };
         let (server, session, send) = (server.clone(), session.clone(), send.clone());
         tokio::spawn(async move {
-            if let Some(answer) = server.handle_text(&session, &text).await {
+            // The answer goes out on stdout, which can also carry the requests a blocked
+            // tasks/result sends to the client (their responses come back as lines).
+            if let Some(answer) = server.handle_text_on(&session, &text, Some(&send)).await {
                 let _ = send.send(answer).await;
             }
             drop(permit);

@@ -4,7 +4,13 @@
 //!   between slices whether its task was cancelled, then commits one export file
 //!   `<exports>/<task id>.json`, idempotently: a redelivered task finds its file and
 //!   reuses it, so a crash between the effect and the completion write never exports
-//!   twice. Called without a task it runs synchronously under a fresh random id.
+//!   twice. Called without a task it runs synchronously under a fresh random id. With
+//!   `confirm: true` it first asks its requestor (`input_required`, one
+//!   `elicitation/create` with `requestedSchema` `{confirm: boolean}`, under the key
+//!   `confirm`): accepted with `confirm: true`, it exports; anything else (declined,
+//!   cancelled, `false`) ends the task with the `isError` result "export cancelled by the
+//!   requestor" and writes no file. Only a task can ask: a synchronous call with
+//!   `confirm: true` is an `isError` result saying so.
 //! - `archive` (`required`): a short task; an item named `poison` makes it report
 //!   `isError: true`, so the task ends `failed` and `tasks/result` returns that result.
 //! - `echo` (`forbidden`): answers at once with its text.
@@ -13,8 +19,8 @@
 //! failed task.
 
 use super::wire::RpcError;
-use crate::contract::{TaskOutcome, TaskStatus, TaskSupport};
-use crate::runtime::{BoxFuture, Env, Invocation, ToolStep, Tools};
+use crate::contract::{InputMap, TaskOutcome, TaskStatus, TaskSupport};
+use crate::runtime::{BoxFuture, Env, InputAsk, Invocation, ToolStep, Tools};
 use crate::store::TaskStore;
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
@@ -161,7 +167,7 @@ impl Catalog for ExampleTools {
                 super::suite_tools::run(&name, arguments, task, store, env).await
             });
         }
-        self.call_own(name, arguments, task_id)
+        self.call_own(name, arguments, task_id, InputMap::new())
     }
 }
 
@@ -176,7 +182,11 @@ impl ExampleTools {
                     "properties": {
                         "name": { "type": "string", "minLength": 1, "maxLength": 128 },
                         "rows": { "type": "integer", "minimum": 0, "maximum": 1_000_000 },
-                        "delay_ms": { "type": "integer", "minimum": 0, "maximum": EXPORT_DELAY_MS_MAX }
+                        "delay_ms": { "type": "integer", "minimum": 0, "maximum": EXPORT_DELAY_MS_MAX },
+                        "confirm": {
+                            "type": "boolean",
+                            "description": "Ask the requestor to confirm before writing (only as a task)."
+                        }
                     },
                     "required": ["name"],
                     "additionalProperties": false
@@ -212,7 +222,7 @@ impl ExampleTools {
     fn validate_own(&self, name: &str, arguments: &Map<String, Value>) -> Result<(), RpcError> {
         let bad = |message: String| Err(RpcError::invalid_params(message));
         let allowed: &[&str] = match name {
-            "export" => &["name", "rows", "delay_ms"],
+            "export" => &["name", "rows", "delay_ms", "confirm"],
             "archive" => &["items"],
             "echo" => &["text"],
             other => return bad(format!("Unknown tool: {other}")),
@@ -233,6 +243,9 @@ impl ExampleTools {
                             "export: arguments.name must be a string of 1 to 128 characters".into(),
                         );
                     }
+                }
+                if !matches!(arguments.get("confirm"), None | Some(Value::Bool(_))) {
+                    return bad("export: arguments.confirm must be a boolean".into());
                 }
                 for (field, max) in [("rows", 1_000_000), ("delay_ms", EXPORT_DELAY_MS_MAX)] {
                     match arguments.get(field) {
@@ -267,6 +280,7 @@ impl ExampleTools {
         name: &str,
         arguments: Map<String, Value>,
         task_id: Option<String>,
+        responses: InputMap,
     ) -> BoxFuture<'static, ToolStep> {
         let name = name.to_owned();
         let exports = self.exports.clone();
@@ -274,7 +288,7 @@ impl ExampleTools {
         let env = self.env.clone();
         Box::pin(async move {
             match name.as_str() {
-                "export" => export(exports, store, env, arguments, task_id).await,
+                "export" => export(exports, store, env, arguments, task_id, responses).await,
                 "archive" => {
                     env.sleep(200).await;
                     let items: Vec<&str> = arguments
@@ -323,10 +337,12 @@ impl Tools for ExampleTools {
                 super::suite_tools::run(&name, arguments, Some(invocation.task), store, env).await
             });
         }
-        self.call(
+        let responses = invocation.task.input_responses.unwrap_or_default();
+        self.call_own(
             &invocation.request.name,
             arguments,
             Some(invocation.task.task_id),
+            responses,
         )
     }
 }
@@ -337,6 +353,7 @@ async fn export(
     env: Arc<dyn Env>,
     arguments: Map<String, Value>,
     task_id: Option<String>,
+    responses: InputMap,
 ) -> ToolStep {
     let name = arguments
         .get("name")
@@ -349,6 +366,19 @@ async fn export(
         .and_then(Value::as_u64)
         .unwrap_or(2_000)
         .min(EXPORT_DELAY_MS_MAX);
+    if arguments.get("confirm") == Some(&Value::Bool(true)) {
+        if task_id.is_none() {
+            return failed(
+                "export: confirm: true asks the requestor, which only a task can do: call export as a task"
+                    .into(),
+            );
+        }
+        match responses.get(EXPORT_CONFIRM_KEY) {
+            None => return ToolStep::NeedsInput(confirm_export(&name, rows)),
+            Some(answer) if confirmed(answer) => {}
+            Some(_) => return failed(EXPORT_CANCELLED.into()),
+        }
+    }
     let id = match &task_id {
         Some(task_id) => task_id.clone(),
         None => format!("sync-{:016x}{:016x}", env.random_u64(), env.random_u64()),
@@ -379,6 +409,47 @@ async fn export(
         }),
         Err(error) => failed(format!("export {id} could not be written: {error}")),
     }
+}
+
+/// The input request key of `export`'s question.
+pub const EXPORT_CONFIRM_KEY: &str = "confirm";
+/// The text of the result of an export its requestor did not confirm.
+pub const EXPORT_CANCELLED: &str = "export cancelled by the requestor";
+
+/// `export`'s question: an `elicitation/create` (form) asking for `{confirm: boolean}`.
+fn confirm_export(name: &str, rows: u64) -> InputAsk {
+    let mut requests = Map::new();
+    requests.insert(
+        EXPORT_CONFIRM_KEY.into(),
+        json!({
+            "method": "elicitation/create",
+            "params": {
+                "mode": "form",
+                "message": format!("Export {rows} rows of {name}?"),
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {
+                        "confirm": {
+                            "type": "boolean",
+                            "title": "Export",
+                            "description": "true to write the export file",
+                        },
+                    },
+                    "required": ["confirm"],
+                },
+            },
+        }),
+    );
+    InputAsk {
+        message: format!("waiting for the requestor to confirm exporting {name}"),
+        requests,
+    }
+}
+
+/// Whether an `ElicitResult` accepts with `confirm: true`.
+fn confirmed(answer: &Value) -> bool {
+    answer.get("action").and_then(Value::as_str) == Some("accept")
+        && answer.pointer("/content/confirm") == Some(&Value::Bool(true))
 }
 
 fn failed(text: String) -> ToolStep {

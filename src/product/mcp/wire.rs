@@ -100,8 +100,14 @@ pub enum Incoming {
         /// Always an object (absent params read as `{}`).
         params: Map<String, Value>,
     },
-    /// A response to a request this server sent; tasklatch sends none, so it is ignored.
-    Response,
+    /// A response to a request this server sent (an `elicitation/create` on behalf of a
+    /// task, docs/design.md §12); one nobody is waiting for is ignored.
+    Response {
+        /// The id of the request answered (`null` when the peer could not read it).
+        id: Value,
+        /// Its `result`, or (`Err`) its `error` object.
+        outcome: Result<Value, Value>,
+    },
 }
 
 /// Parses one message. On failure, returns the error response to send (with the request's
@@ -184,8 +190,17 @@ pub fn classify(value: Value) -> Result<Incoming, Value> {
         Some(Value::String(method)) => method,
         Some(_) => return Err(invalid(&error_id, "method must be a string")),
         None => {
-            if object.contains_key("result") || object.contains_key("error") {
-                return Ok(Incoming::Response);
+            if let Some(result) = object.remove("result") {
+                return Ok(Incoming::Response {
+                    id: error_id,
+                    outcome: Ok(result),
+                });
+            }
+            if let Some(error) = object.remove("error") {
+                return Ok(Incoming::Response {
+                    id: error_id,
+                    outcome: Err(error),
+                });
             }
             return Err(invalid(&error_id, "method is missing"));
         }
@@ -458,6 +473,33 @@ mod tests {
             "later duplicate wins"
         );
         assert!(parse_plain_request(messages[5]).is_none());
+    }
+
+    #[test]
+    fn responses_carry_their_id_and_outcome() {
+        assert_eq!(
+            parse(r#"{"jsonrpc":"2.0","id":"a-1","result":{"action":"accept"}}"#),
+            Ok(Incoming::Response {
+                id: json!("a-1"),
+                outcome: Ok(json!({ "action": "accept" })),
+            })
+        );
+        assert_eq!(
+            parse(r#"{"jsonrpc":"2.0","id":7,"error":{"code":-1,"message":"no"}}"#),
+            Ok(Incoming::Response {
+                id: json!(7),
+                outcome: Err(json!({ "code": -1, "message": "no" })),
+            })
+        );
+        assert_eq!(
+            parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#),
+            Ok(Incoming::Response {
+                id: Value::Null,
+                outcome: Err(json!({ "code": -32700, "message": "x" })),
+            })
+        );
+        // A response with an unreadable id is still refused as before.
+        assert!(parse(r#"{"jsonrpc":"2.0","id":{},"result":{}}"#).is_err());
     }
 
     #[test]

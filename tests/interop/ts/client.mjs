@@ -14,6 +14,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
     CallToolResultSchema,
+    ElicitRequestSchema,
     ResultSchema,
     TaskStatusNotificationSchema,
     LATEST_PROTOCOL_VERSION
@@ -175,7 +176,14 @@ const reqOpts = { timeout: REQUEST_TIMEOUT_MS };
 // ---------------------------------------------------------------- connection
 
 async function connect(label, token) {
-    const state = { protocolVersion: undefined, statusNotifications: [], transport: undefined };
+    // elicitations: the elicitation/create requests the server sent; elicitAnswer: the reply.
+    const state = {
+        protocolVersion: undefined,
+        statusNotifications: [],
+        transport: undefined,
+        elicitations: [],
+        elicitAnswer: { action: 'decline' }
+    };
     let transport;
     if (isHttp) {
         const headers = token ? { Authorization: `Bearer ${token}` } : {};
@@ -193,7 +201,12 @@ async function connect(label, token) {
     }
     state.transport = transport;
     instrument(transport, label, state);
-    const client = new Client({ name: `tasklatch-interop-${label}`, version: '0.1.0' }, { capabilities: {} });
+    // Declares form elicitation, so the server may ask (export with confirm: true).
+    const client = new Client({ name: `tasklatch-interop-${label}`, version: '0.1.0' }, { capabilities: { elicitation: {} } });
+    client.setRequestHandler(ElicitRequestSchema, request => {
+        state.elicitations.push(request);
+        return state.elicitAnswer;
+    });
     client.setNotificationHandler(TaskStatusNotificationSchema, n => {
         state.statusNotifications.push({ taskId: n.params.taskId, status: n.params.status });
     });
@@ -369,6 +382,53 @@ async function scenarioBlockingResult(conn) {
         result: r.threw ? { error: r.error } : { text, relatedTaskMeta: r.result._meta?.[RELATED_TASK_META_KEY] ?? null },
         getTaskAfter: g.threw ? { error: g.error } : { status: g.result.status }
     });
+}
+
+// export with confirm: true asks (input_required); callToolStream then blocks in tasks/result,
+// on whose stream the server sends elicitation/create; this client's answer decides.
+async function scenarioInputRoundTrip(conn) {
+    const { client, state } = conn;
+    const runs = {};
+    const cases = [
+        ['accept', { action: 'accept', content: { confirm: true } }, false],
+        ['decline', { action: 'decline' }, true]
+    ];
+    for (const [label, answer, wantError] of cases) {
+        state.elicitations.length = 0;
+        state.elicitAnswer = answer;
+        const name = `interop-${uniq}-confirm-${label}`;
+        const s = await runStream(
+            client,
+            { name: 'export', arguments: { name, delay_ms: 0, confirm: true } },
+            { ...reqOpts, task: { ttl: 120_000 } }
+        );
+        const taskId = s.created?.taskId;
+        const asked = state.elicitations.slice();
+        const related = asked.map(r => r.params?._meta?.[RELATED_TASK_META_KEY]?.taskId ?? null);
+        const result = s.final?.type === 'result' ? s.final.result : undefined;
+        const text = textOf(result);
+        const ok =
+            !!taskId &&
+            s.statuses.includes('input_required') &&
+            asked.length === 1 &&
+            related[0] === taskId &&
+            asked[0].params?.requestedSchema?.properties?.confirm?.type === 'boolean' &&
+            !!result &&
+            result.isError === wantError &&
+            (wantError ? text === 'export cancelled by the requestor' : text.includes(name));
+        runs[label] = {
+            ok,
+            taskId,
+            statuses: s.statuses,
+            asked: asked.length,
+            relatedTaskMeta: related,
+            final: s.final?.type,
+            text,
+            error: s.final?.type === 'error' ? errInfo(s.final.error) : undefined
+        };
+    }
+    state.elicitAnswer = { action: 'decline' };
+    report('input-round-trip', Object.values(runs).every(r => r.ok), runs);
 }
 
 async function listAll(client) {
@@ -570,7 +630,8 @@ async function main() {
         ['required-tool', scenarioRequired],
         ['forbidden-tool', scenarioForbidden],
         [isHttp ? 'list' : 'list-absent-over-stdio', scenarioList],
-        ['unknown-task-id', scenarioUnknownId]
+        ['unknown-task-id', scenarioUnknownId],
+        ['input-round-trip', scenarioInputRoundTrip]
     ];
     if (isHttp) steps.push(['two-tokens', scenarioTwoTokens]);
     for (const [name, fn] of steps) {
