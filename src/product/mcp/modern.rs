@@ -552,7 +552,15 @@ impl Server {
                 })?;
                 Ok(create_task_result(&record))
             }
-            Decision::AcceptNormal => match self.tools.call(name, arguments, None).await {
+            Decision::AcceptNormal => match self
+                .tools
+                .call_with_input(
+                    name,
+                    arguments,
+                    command.input_responses.as_ref().unwrap_or(&Map::new()),
+                )
+                .await
+            {
                 ToolStep::Finished(TaskOutcome::Result { result }) => Ok(complete(result)),
                 ToolStep::Finished(TaskOutcome::RpcError {
                     code,

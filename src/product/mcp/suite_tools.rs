@@ -18,12 +18,14 @@
 //! - `test_streaming_elicitation` (`forbidden`): asks a question as a 2026-07-28
 //!   `input_required` result (never as a request on the response stream).
 //! - `test_logging_tool` (`forbidden`): answers without logging (no `logLevel` asked).
+//! - `test_input_required_result_elicitation` (`forbidden`): a synchronous multi
+//!   round-trip tool: asks for a name (`user_name`) until an accepted answer carries one.
 //!
 //! Nothing here has a side effect outside the task: the suite checks the wire, not work.
 
 use super::tools::ToolSpec;
 use super::wire::RpcError;
-use crate::contract::{InputMap, TaskOutcome, TaskRecord, TaskStatus, TaskSupport};
+use crate::contract::{InputMap, TaskOutcome, TaskStatus, TaskSupport};
 use crate::runtime::{Env, InputAsk, ToolStep};
 use crate::store::TaskStore;
 use serde_json::{Map, Value, json};
@@ -35,7 +37,7 @@ pub const SLOW_COMPUTE_SECONDS_MAX: u64 = 600;
 const SLICE_MS: u64 = 50;
 
 /// The suite's tool names, in `tools/list` order.
-pub const NAMES: [&str; 10] = [
+pub const NAMES: [&str; 11] = [
     "greet",
     "slow_compute",
     "failing_job",
@@ -46,6 +48,7 @@ pub const NAMES: [&str; 10] = [
     "test_missing_capability",
     "test_streaming_elicitation",
     "test_logging_tool",
+    "test_input_required_result_elicitation",
 ];
 
 /// The client capability a tool needs declared on the request, if any.
@@ -115,6 +118,12 @@ pub fn specs() -> Vec<ToolSpec> {
             task_support: TaskSupport::Forbidden,
         },
         ToolSpec {
+            name: "test_input_required_result_elicitation",
+            description: "Asks for a name until it has one, then greets it (conformance fixture).",
+            input_schema: object(json!({})),
+            task_support: TaskSupport::Forbidden,
+        },
+        ToolSpec {
             name: "test_logging_tool",
             description: "Answers without logging (conformance diagnostic).",
             input_schema: object(json!({})),
@@ -180,7 +189,12 @@ pub fn prepare(name: &str, responses: &InputMap) -> Option<InputAsk> {
             requests,
         });
     }
-    if name != "test_tool_with_task" || accepted(responses, "user_name", "name").is_some() {
+    let asks_name = matches!(
+        name,
+        "test_tool_with_task" | "test_input_required_result_elicitation"
+    );
+    let named = accepted(responses, "user_name", "name").is_some_and(Value::is_string);
+    if !asks_name || named {
         return None;
     }
     let mut requests = Map::new();
@@ -203,11 +217,13 @@ fn text(text: String, is_error: bool) -> ToolStep {
     })
 }
 
-/// Runs a suite tool, synchronously (`task: None`) or for a task (whose answers it reads).
+/// Runs a suite tool, synchronously (`task_id: None`) or for a task, with the answers its
+/// requestor gave so far (a task's stored ones, or a synchronous call's `inputResponses`).
 pub async fn run(
     name: &str,
     arguments: Map<String, Value>,
-    task: Option<TaskRecord>,
+    task_id: Option<String>,
+    responses: InputMap,
     store: Arc<dyn TaskStore>,
     env: Arc<dyn Env>,
 ) -> ToolStep {
@@ -218,10 +234,6 @@ pub async fn run(
             .unwrap_or_default()
             .to_owned()
     };
-    let responses = task
-        .as_ref()
-        .and_then(|task| task.input_responses.clone())
-        .unwrap_or_default();
     match name {
         "greet" => text(format!("Hello, {}!", argument("name")), false),
         "slow_compute" => {
@@ -236,8 +248,8 @@ pub async fn run(
                 let slice_ms = SLICE_MS.min(total_ms - slept_ms);
                 env.sleep(slice_ms).await;
                 slept_ms += slice_ms;
-                if let Some(task) = &task
-                    && let Ok(Some(record)) = store.read(&task.task_id)
+                if let Some(task_id) = &task_id
+                    && let Ok(Some(record)) = store.read(task_id)
                     && record.status == TaskStatus::Cancelled
                 {
                     // The completion write would be refused anyway: stop working.
@@ -325,6 +337,13 @@ pub async fn run(
         "test_missing_capability" => text("sampling is declared".into(), false),
         "test_streaming_elicitation" => text("answered".into(), false),
         "test_logging_tool" => text("nothing logged: no logLevel was asked for".into(), false),
+        "test_input_required_result_elicitation" => {
+            // Only reached with an accepted name (`prepare` asks until then).
+            let name = accepted(&responses, "user_name", "name")
+                .and_then(Value::as_str)
+                .unwrap_or("stranger");
+            text(format!("Hello, {name}!"), false)
+        }
         other => text(format!("{other} is not a conformance fixture"), true),
     }
 }

@@ -85,6 +85,16 @@ pub trait Catalog: Send + Sync {
     fn required_capability(&self, _name: &str) -> Option<&'static str> {
         None
     }
+    /// Runs a tool synchronously with the answers a 2026-07-28 call brought
+    /// (`inputResponses`); tools that ask nothing ignore them.
+    fn call_with_input(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        _responses: &crate::contract::InputMap,
+    ) -> BoxFuture<'static, ToolStep> {
+        self.call(name, arguments, None)
+    }
     /// Runs a tool synchronously (`task_id: None`) or for a task.
     fn call(
         &self,
@@ -162,12 +172,32 @@ impl Catalog for ExampleTools {
     ) -> BoxFuture<'static, ToolStep> {
         if self.is_suite_tool(name) {
             let (name, store, env) = (name.to_owned(), self.store.clone(), self.env.clone());
-            let task = task_id.and_then(|task_id| self.store.read(&task_id).ok().flatten());
+            let responses = task_id
+                .as_deref()
+                .and_then(|task_id| self.store.read(task_id).ok().flatten())
+                .and_then(|task| task.input_responses)
+                .unwrap_or_default();
             return Box::pin(async move {
-                super::suite_tools::run(&name, arguments, task, store, env).await
+                super::suite_tools::run(&name, arguments, task_id, responses, store, env).await
             });
         }
         self.call_own(name, arguments, task_id, InputMap::new())
+    }
+
+    fn call_with_input(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        responses: &InputMap,
+    ) -> BoxFuture<'static, ToolStep> {
+        if self.is_suite_tool(name) {
+            let (name, store, env) = (name.to_owned(), self.store.clone(), self.env.clone());
+            let responses = responses.clone();
+            return Box::pin(async move {
+                super::suite_tools::run(&name, arguments, None, responses, store, env).await
+            });
+        }
+        self.call(name, arguments, None)
     }
 }
 
@@ -334,7 +364,12 @@ impl Tools for ExampleTools {
             let (store, env) = (self.store.clone(), self.env.clone());
             return Box::pin(async move {
                 let name = invocation.request.name;
-                super::suite_tools::run(&name, arguments, Some(invocation.task), store, env).await
+                let (task_id, responses) = (
+                    invocation.task.task_id,
+                    invocation.task.input_responses.unwrap_or_default(),
+                );
+                super::suite_tools::run(&name, arguments, Some(task_id), responses, store, env)
+                    .await
             });
         }
         let responses = invocation.task.input_responses.unwrap_or_default();
