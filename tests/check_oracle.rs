@@ -273,3 +273,16 @@ fn the_owner_is_the_creation_fact_not_the_answer() {
         invariants(&history)
     );
 }
+
+#[test]
+fn a_store_error_no_fault_explains_is_f1() {
+    let created = applied("t1", AppliedKind::Create, None, 1, TaskStatus::Working, 10);
+    assert!(invariants(std::slice::from_ref(&created)).is_empty());
+    let failed = Event::StoreError {
+        op: "create",
+        task_id: "t1".into(),
+        error: "cannot replay a task: disk on fire".into(),
+        at_ms: 20,
+    };
+    assert_eq!(invariants(&[created, failed]), ["F1"]);
+}

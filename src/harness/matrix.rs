@@ -59,7 +59,7 @@ impl Engine {
     /// Whether this engine must kill `mutant`.
     pub fn must_kill(self, mutant: Mutant) -> bool {
         match self {
-            Engine::Fixture => true,
+            Engine::Fixture => mutant.in_contract(),
             Engine::Conformance => false,
             Engine::Simulation | Engine::Proptest => mutant.concerns_state(),
             Engine::Loom => mutant.concerns_interleaving(),

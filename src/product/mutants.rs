@@ -51,11 +51,14 @@ pub enum Mutant {
     /// `tasks/list` is not filtered by tenant (a thirteenth: distinct from the read check,
     /// because stores filter lists in their query, not through `tasks/get`'s guard).
     ListUnfiltered,
+    /// A store answers an idempotent replay with an error instead of the bound task (a
+    /// store bug, not a contract one: the client sees "store unavailable").
+    ReplayErrs,
 }
 
 impl Mutant {
     /// Every mutant, in matrix order.
-    pub const ALL: [Mutant; 13] = [
+    pub const ALL: [Mutant; 14] = [
         Mutant::RequiredSyncAccepted,
         Mutant::ForbiddenTaskAccepted,
         Mutant::CreateWithoutCapability,
@@ -69,6 +72,7 @@ impl Mutant {
         Mutant::CancelWithoutCapability,
         Mutant::ListWithoutCapability,
         Mutant::ListUnfiltered,
+        Mutant::ReplayErrs,
     ];
 
     /// The mutant's name, as `TASKLATCH_MUTANT` and the matrix spell it.
@@ -87,6 +91,7 @@ impl Mutant {
             Mutant::CancelWithoutCapability => "cancel-without-capability",
             Mutant::ListWithoutCapability => "list-without-capability",
             Mutant::ListUnfiltered => "list-unfiltered",
+            Mutant::ReplayErrs => "replay-errs",
         }
     }
 
@@ -113,6 +118,13 @@ impl Mutant {
                 | Mutant::CancelWithoutCapability
                 | Mutant::ListWithoutCapability
         )
+    }
+
+    /// Whether the mutant removes a guard of the contract (the fixture, which replays the
+    /// contract's cases against the guards, must kill it) rather than breaking a store's
+    /// own work around them, which only engines that run a store can see.
+    pub fn in_contract(self) -> bool {
+        !matches!(self, Mutant::ReplayErrs)
     }
 
     /// Whether loom's models must kill it: the version check and the terminal latch.

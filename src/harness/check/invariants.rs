@@ -446,6 +446,26 @@ pub(super) fn i4_tenant_isolation(history: &[Event], out: &mut Vec<Violation>) {
 /// another digest is never admitted under it. A key's binding lives as long as its task
 /// (docs/design.md §3): after the task expires, a new task under the key is a fresh
 /// admission, not a second one.
+/// F1: no store error goes unexplained. The world injects outages by refusing calls
+/// itself (never reaching the store); the simulation runs on one thread, so no store has a
+/// transient (busy, timeout) to report either. An error from the store under test is a
+/// bug the client would only ever see as "store unavailable".
+pub(super) fn f1_explained_store_errors(history: &[Event], out: &mut Vec<Violation>) {
+    for (index, event) in history.iter().enumerate() {
+        if let Event::StoreError {
+            op, task_id, error, ..
+        } = event
+        {
+            out.push(violation(
+                "F1",
+                task_id,
+                format!("the store failed {op} with no fault to explain it: {error}"),
+                vec![index],
+            ));
+        }
+    }
+}
+
 pub(super) fn i5_idempotent_admission(history: &[Event], out: &mut Vec<Violation>) {
     let expiry: BTreeMap<&str, Option<u64>> = history
         .iter()

@@ -75,6 +75,18 @@ pub enum Event {
         /// Simulated time of the notification, in ms since the epoch.
         at_ms: u64,
     },
+    /// The store under test answered an operation with an error (the world's own outage
+    /// refusals are not these: they are explained by the outage the world injected).
+    StoreError {
+        /// The operation (`create`, `transition`, …).
+        op: &'static str,
+        /// The task it concerned, or empty.
+        task_id: String,
+        /// The error, as the store worded it.
+        error: String,
+        /// Simulated time, in ms since the epoch.
+        at_ms: u64,
+    },
     /// A fault the supervisor injected, or a phase change.
     Fault {
         /// What happened, in words (`crash node 2 at …`, a phase name).
@@ -235,6 +247,7 @@ pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
     }
     invariants::i4_tenant_isolation(history, &mut violations);
     invariants::i5_idempotent_admission(history, &mut violations);
+    invariants::f1_explained_store_errors(history, &mut violations);
     violations
 }
 

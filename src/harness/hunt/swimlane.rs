@@ -318,6 +318,7 @@ fn glyph(event: &Event) -> Option<(Shape, &'static str, &str)> {
         }
         Event::Effect { task_id, .. } => Some((Shape::Diamond, "#f9a825", task_id.as_str())),
         Event::Notified { task_id, .. } => Some((Shape::Tick, "#90a4ae", task_id.as_str())),
+        Event::StoreError { task_id, .. } => Some((Shape::Diamond, "#d32f2f", task_id.as_str())),
         Event::Fault { .. } => None,
     }
 }

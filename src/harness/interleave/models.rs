@@ -32,7 +32,7 @@ use crate::store::{
     Answer, CLAIM_BATCH_MAX, CreateCommand, InputCommand, ListPage, ListQuery, OutboxClaim,
     StoreError, StoreOptions, TaskStore, TransitionCommand, WrappedRequest, applied_transition,
     cancelled_record, check_transition_command, input_decision, list_page, list_preamble,
-    page_limit, random_secret,
+    page_limit, random_secret, replay,
 };
 
 use crate::contract::{Decision, Negotiated, TaskOutcome, TaskStatus, TaskSupport};

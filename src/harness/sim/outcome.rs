@@ -176,6 +176,7 @@ pub fn offset_ms(event: &Event) -> u64 {
         | Event::Applied { at_ms, .. }
         | Event::Effect { at_ms, .. }
         | Event::Notified { at_ms, .. }
+        | Event::StoreError { at_ms, .. }
         | Event::Fault { at_ms, .. } => at_ms - SIM_EPOCH_MS,
     }
 }

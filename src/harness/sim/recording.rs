@@ -22,6 +22,24 @@ pub(super) struct RecordingStore {
 }
 
 impl RecordingStore {
+    /// Records an error of the store under test (F1 judges it), and passes it on.
+    fn failed<T>(
+        &self,
+        op: &'static str,
+        task_id: &str,
+        result: Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        if let Err(error) = &result {
+            self.history.push(Event::StoreError {
+                op,
+                task_id: task_id.to_owned(),
+                error: error.to_string(),
+                at_ms: crate::runtime::Env::now_ms(&super::SimEnv),
+            });
+        }
+        result
+    }
+
     pub(super) fn available(&self) -> Result<(), StoreError> {
         if self.up.load(std::sync::atomic::Ordering::SeqCst) {
             Ok(())
@@ -57,7 +75,7 @@ impl RecordingStore {
 impl TaskStore for RecordingStore {
     fn create(&self, command: &CreateCommand) -> Result<Answer, StoreError> {
         self.available()?;
-        let answer = self.inner.create(command)?;
+        let answer = self.failed("create", &command.task_id, self.inner.create(command))?;
         match (answer.decision, &answer.record) {
             (Decision::AcceptTask, Some(record)) => {
                 self.applied(AppliedKind::Create, None, record, command.now_ms)
@@ -70,7 +88,11 @@ impl TaskStore for RecordingStore {
 
     fn transition(&self, command: &TransitionCommand) -> Result<Answer, StoreError> {
         self.available()?;
-        let answer = self.inner.transition(command)?;
+        let answer = self.failed(
+            "transition",
+            &command.task_id,
+            self.inner.transition(command),
+        )?;
         match (answer.decision, &answer.record) {
             (Decision::ApplyTransition, Some(record)) => self.applied(
                 AppliedKind::Transition,
@@ -93,12 +115,16 @@ impl TaskStore for RecordingStore {
 
     fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         self.available()?;
-        self.inner.read(task_id)
+        self.failed("read", task_id, self.inner.read(task_id))
     }
 
     fn answer_input(&self, command: &InputCommand) -> Result<Answer, StoreError> {
         self.available()?;
-        let answer = self.inner.answer_input(command)?;
+        let answer = self.failed(
+            "answer_input",
+            &command.task_id,
+            self.inner.answer_input(command),
+        )?;
         if let (Decision::ApplyInput, Some(record)) = (answer.decision, &answer.record) {
             // The version before is the one the swap pinned: one less than after.
             let expected = record.version - 1;
@@ -115,7 +141,11 @@ impl TaskStore for RecordingStore {
         now_ms: u64,
     ) -> Result<Answer, StoreError> {
         self.available()?;
-        let answer = self.inner.cancel(negotiated, caller, task_id, now_ms)?;
+        let answer = self.failed(
+            "cancel",
+            task_id,
+            self.inner.cancel(negotiated, caller, task_id, now_ms),
+        )?;
         if let (Decision::AlreadyTerminal, Some(record)) = (answer.decision, &answer.record)
             && record.status == TaskStatus::Completed
         {
@@ -134,7 +164,7 @@ impl TaskStore for RecordingStore {
 
     fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
         self.available()?;
-        self.inner.list(query)
+        self.failed("list", "", self.inner.list(query))
     }
 
     fn claim(
@@ -145,7 +175,7 @@ impl TaskStore for RecordingStore {
         max: usize,
     ) -> Result<Vec<OutboxClaim>, StoreError> {
         self.available()?;
-        let claims = self.inner.claim(worker, now_ms, lease_ms, max)?;
+        let claims = self.failed("claim", "", self.inner.claim(worker, now_ms, lease_ms, max))?;
         for claim in &claims {
             if claim.attempt > 1 {
                 self.history.mark("outbox-republished");
@@ -156,20 +186,24 @@ impl TaskStore for RecordingStore {
 
     fn ack(&self, task_id: &str, attempt: u32, now_ms: u64) -> Result<bool, StoreError> {
         self.available()?;
-        self.inner.ack(task_id, attempt, now_ms)
+        self.failed("ack", task_id, self.inner.ack(task_id, attempt, now_ms))
     }
 
     fn release_expired_leases(&self, now_ms: u64) -> Result<usize, StoreError> {
         self.available()?;
-        self.inner.release_expired_leases(now_ms)
+        self.failed(
+            "release_expired_leases",
+            "",
+            self.inner.release_expired_leases(now_ms),
+        )
     }
 
     fn sweep_expired(&self, now_ms: u64, max: usize) -> Result<usize, StoreError> {
         self.available()?;
-        self.inner.sweep_expired(now_ms, max)
+        self.failed("sweep_expired", "", self.inner.sweep_expired(now_ms, max))
     }
 
     fn import(&self, records: &[TaskRecord]) -> Result<(), StoreError> {
-        self.inner.import(records)
+        self.failed("import", "", self.inner.import(records))
     }
 }

@@ -116,6 +116,22 @@ fn write_event(out: &mut String, event: &Event) {
             write_u64(out, *at_ms);
             out.push_str(" }");
         }
+        Event::StoreError {
+            op,
+            task_id,
+            error,
+            at_ms,
+        } => {
+            out.push_str("StoreError { op: ");
+            write_str(out, op);
+            out.push_str(", task_id: ");
+            write_str(out, task_id);
+            out.push_str(", error: ");
+            write_str(out, error);
+            out.push_str(", at_ms: ");
+            write_u64(out, *at_ms);
+            out.push_str(" }");
+        }
         Event::Fault { what, at_ms } => {
             out.push_str("Fault { what: ");
             write_str(out, what);

@@ -142,7 +142,7 @@ impl TaskStore for MemoryStore {
                 state.insert(record.clone());
                 Ok(Answer::new(decision, Some(record)))
             }
-            Decision::ReplayTask => Ok(Answer::new(decision, bound.cloned())),
+            Decision::ReplayTask => super::replay(bound.cloned()),
             _ => Ok(Answer::bare(decision)),
         }
     }

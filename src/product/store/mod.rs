@@ -633,6 +633,18 @@ pub fn applied_transition(current: &TaskRecord, command: &TransitionCommand) -> 
     after
 }
 
+/// The answer to an idempotent replay: the bound task. Every adapter answers through here
+/// (the `replay-errs` mutant breaks it for all of them).
+pub fn replay(bound: Option<TaskRecord>) -> Result<Answer, StoreError> {
+    if crate::mutants::on(crate::mutants::Mutant::ReplayErrs) {
+        return Err(StoreError::Backend {
+            operation: "replay a task",
+            cause: "the replay-errs mutant".into(),
+        });
+    }
+    Ok(Answer::new(Decision::ReplayTask, bound))
+}
+
 /// The contract's half of `tasks/update`, shared by every adapter: the decision on the
 /// record as read, and the record after the change when it applies (`APPLY_INPUT`).
 pub fn input_decision(

@@ -361,7 +361,7 @@ impl TaskStore for PostgresStore {
                 }
                 (Decision::AcceptTask, None) => {} // the holder vanished (swept): insert again
                 (Decision::ReplayTask, bound) => {
-                    return Ok(Answer::new(Decision::ReplayTask, bound));
+                    return super::replay(bound);
                 }
                 (decision, _) => return Ok(Answer::bare(decision)),
             }

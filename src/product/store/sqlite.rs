@@ -286,7 +286,7 @@ impl TaskStore for SqliteStore {
                 transaction.commit().map_err(&failed)?;
                 Ok(Answer::new(decision, Some(record)))
             }
-            Decision::ReplayTask => Ok(Answer::new(decision, bound)),
+            Decision::ReplayTask => super::replay(bound),
             _ => Ok(Answer::bare(decision)),
         }
     }
