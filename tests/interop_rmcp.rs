@@ -22,13 +22,9 @@ use serde_json::{Value, json};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tasklatch::mcp::http::{self, HttpConfig, Tokens};
-use tasklatch::mcp::{Assembly, ServerConfig};
-use tasklatch::runtime::{RuntimeConfig, TokioEnv};
 use tasklatch::store::{SqliteOptions, SqliteStore, StoreOptions, TaskStore};
 
-const ALICE: &str = "token-alice-0001";
-const BOB: &str = "token-bob-00002";
+use support::{ALICE, BOB};
 
 type Client = RunningService<RoleClient, ClientConfig>;
 
@@ -50,52 +46,7 @@ fn start() -> Served {
         .expect("store"),
     );
     let exports = scratch.join("exports");
-    let shared = store.clone();
-    let (send, receive) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("tokio");
-        runtime.block_on(async move {
-            let Assembly { server, runtime } = Assembly::new(
-                shared,
-                exports,
-                Arc::new(TokioEnv),
-                ServerConfig {
-                    conformance_tools: true,
-                    ..ServerConfig::default()
-                },
-                RuntimeConfig {
-                    idle_ms: 5,
-                    retry_after_ms: 20,
-                    ..RuntimeConfig::default()
-                },
-            );
-            runtime.start(2);
-            let mut tokens = Tokens::default();
-            tokens.insert(ALICE, "tenant-a/alice");
-            tokens.insert(BOB, "tenant-b/bob");
-            let router = http::router(
-                server,
-                HttpConfig {
-                    tokens,
-                    allowed_origins: Vec::new(),
-                    body_bytes_max: 64 * 1024,
-                    sessions_max: 16,
-                    anonymous: None,
-                },
-            );
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                .await
-                .expect("bind");
-            send.send(listener.local_addr().expect("address").to_string())
-                .expect("sent");
-            http::serve(listener, router).await.expect("served");
-        });
-    });
-    let address = receive.recv().expect("the server starts");
+    let address = support::serve_fixture_tools(store.clone(), exports);
     Served {
         url: format!("http://{address}/mcp"),
         store,

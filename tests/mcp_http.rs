@@ -8,13 +8,14 @@
 //! ends with the result; nobody else is asked or heard.
 
 mod http_client;
+mod support;
 
 use http_client::{EventStream, initialize, initialize_with, request, rpc};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use tasklatch::mcp::http::{self, HttpConfig, Tokens};
-use tasklatch::mcp::{Assembly, ServerConfig};
-use tasklatch::runtime::{RuntimeConfig, TokioEnv};
+use tasklatch::mcp::ServerConfig;
+use tasklatch::mcp::http::{HttpConfig, Tokens};
+use tasklatch::runtime::RuntimeConfig;
 use tasklatch::store::{MemoryStore, StoreOptions};
 
 const ALICE: &str = "token-alice-0001";
@@ -22,48 +23,25 @@ const BOB: &str = "token-bob-00002";
 
 /// Starts a server on a loopback port in a background runtime; returns its address.
 fn start(exports: std::path::PathBuf) -> String {
-    let (send, receive) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("tokio");
-        runtime.block_on(async move {
-            let store = Arc::new(MemoryStore::open(&StoreOptions::default()).expect("store"));
-            let Assembly { server, runtime } = Assembly::new(
-                store,
-                exports,
-                Arc::new(TokioEnv),
-                ServerConfig::default(),
-                RuntimeConfig {
-                    idle_ms: 5,
-                    ..RuntimeConfig::default()
-                },
-            );
-            runtime.start(2);
-            let mut tokens = Tokens::default();
-            tokens.insert(ALICE, "tenant-a/alice");
-            tokens.insert(BOB, "tenant-b/bob");
-            let router = http::router(
-                server,
-                HttpConfig {
-                    tokens,
-                    allowed_origins: vec!["https://app.example.com".into()],
-                    body_bytes_max: 64 * 1024,
-                    sessions_max: 3,
-                    anonymous: None,
-                },
-            );
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                .await
-                .expect("bind");
-            send.send(listener.local_addr().expect("address").to_string())
-                .expect("sent");
-            http::serve(listener, router).await.expect("served");
-        });
-    });
-    receive.recv().expect("the server starts")
+    let mut tokens = Tokens::default();
+    tokens.insert(ALICE, "tenant-a/alice");
+    tokens.insert(BOB, "tenant-b/bob");
+    support::serve_http(
+        Arc::new(MemoryStore::open(&StoreOptions::default()).expect("store")),
+        exports,
+        ServerConfig::default(),
+        RuntimeConfig {
+            idle_ms: 5,
+            ..RuntimeConfig::default()
+        },
+        HttpConfig {
+            tokens,
+            allowed_origins: vec!["https://app.example.com".into()],
+            body_bytes_max: 64 * 1024,
+            sessions_max: 3,
+            anonymous: None,
+        },
+    )
 }
 
 fn call(address: &str, token: &str, session: &str, method: &str, params: Value) -> Value {

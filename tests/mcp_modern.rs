@@ -5,71 +5,25 @@
 //! nothing stored changed.
 
 mod http_client;
+mod support;
 
 use http_client::{initialize, request, rpc};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tasklatch::mcp::http::{self, HttpConfig, Tokens};
-use tasklatch::mcp::{Assembly, ServerConfig};
-use tasklatch::runtime::{RuntimeConfig, TokioEnv};
 use tasklatch::store::{MemoryStore, StoreOptions, TaskStore};
 
-const ALICE: &str = "token-alice-0001";
-const BOB: &str = "token-bob-00002";
+use support::{ALICE, BOB};
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
 /// Starts a server with the conformance fixture tools; returns its address and store.
 fn start() -> (String, Arc<MemoryStore>) {
     let store = Arc::new(MemoryStore::open(&StoreOptions::default()).expect("store"));
-    let (send, receive) = std::sync::mpsc::channel();
-    let shared = store.clone();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("tokio");
-        runtime.block_on(async move {
-            let exports =
-                std::env::temp_dir().join(format!("tasklatch-modern-{}", std::process::id()));
-            let Assembly { server, runtime } = Assembly::new(
-                shared,
-                exports,
-                Arc::new(TokioEnv),
-                ServerConfig {
-                    conformance_tools: true,
-                    ..ServerConfig::default()
-                },
-                RuntimeConfig {
-                    idle_ms: 5,
-                    retry_after_ms: 20,
-                    ..RuntimeConfig::default()
-                },
-            );
-            runtime.start(2);
-            let mut tokens = Tokens::default();
-            tokens.insert(ALICE, "tenant-a/alice");
-            tokens.insert(BOB, "tenant-b/bob");
-            let router = http::router(
-                server,
-                HttpConfig {
-                    tokens,
-                    allowed_origins: Vec::new(),
-                    body_bytes_max: 64 * 1024,
-                    sessions_max: 16,
-                    anonymous: None,
-                },
-            );
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                .await
-                .expect("bind");
-            send.send(listener.local_addr().expect("address").to_string())
-                .expect("sent");
-            http::serve(listener, router).await.expect("served");
-        });
-    });
-    (receive.recv().expect("the server starts"), store)
+    let address = support::serve_fixture_tools(
+        store.clone(),
+        std::env::temp_dir().join(format!("tasklatch-modern-{}", std::process::id())),
+    );
+    (address, store)
 }
 
 /// A 2026-07-28 request: envelope in `_meta`, routing headers as a conforming client sends

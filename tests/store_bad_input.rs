@@ -250,3 +250,59 @@ fn corrupted_rows_name_task_and_column_and_spare_the_rest() {
         "other rows still serve"
     );
 }
+
+#[test]
+fn input_requests_only_go_with_input_required_and_are_never_empty() {
+    use tasklatch::contract::TaskStatus;
+    use tasklatch::store::{MemoryStore, TaskStore, TransitionCommand};
+    let scratch = support::Scratch::new("bad-input");
+    let mut options = SqliteOptions::new(scratch.join("input.db"));
+    options.synchronous = Synchronous::Normal;
+    let stores: Vec<(&str, Box<dyn TaskStore>)> = vec![
+        (
+            "memory",
+            Box::new(MemoryStore::open(&StoreOptions::default()).unwrap()),
+        ),
+        (
+            "sqlite",
+            Box::new(SqliteStore::open(&options, &StoreOptions::default()).unwrap()),
+        ),
+    ];
+    let mut asked = serde_json::Map::new();
+    asked.insert(
+        "confirm".into(),
+        serde_json::json!({ "method": "elicitation/create" }),
+    );
+    for (name, store) in stores {
+        store.create(&create_command("t")).unwrap();
+        let before = store.read("t").unwrap();
+        let write = |next, input_requests| TransitionCommand {
+            task_id: "t".into(),
+            caller: "tenant-a/alice".into(),
+            expected_version: 1,
+            next,
+            outcome: None,
+            status_message: None,
+            input_requests,
+            now_ms: 20,
+        };
+        for (what, command) in [
+            (
+                "questions on a working task",
+                write(TaskStatus::Completed, Some(asked.clone())),
+            ),
+            (
+                "an empty set of questions",
+                write(TaskStatus::InputRequired, Some(serde_json::Map::new())),
+            ),
+        ] {
+            match store.transition(&command) {
+                Err(StoreError::Invalid(reason)) => {
+                    assert!(reason.contains("input"), "{name}: {what}: {reason}")
+                }
+                other => panic!("{name}: {what} must be refused as invalid, got {other:?}"),
+            }
+        }
+        assert_eq!(store.read("t").unwrap(), before, "{name}: nothing changed");
+    }
+}

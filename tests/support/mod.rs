@@ -265,3 +265,80 @@ pub fn create_command(task_id: &str, now_ms: u64) -> tasklatch::store::CreateCom
         input_responses: None,
     }
 }
+
+/// Starts `tasklatch serve --http` in-process on a loopback port: the runtime (two
+/// workers) and the router over `store`, on a tokio runtime of their own in a background
+/// thread that lives as long as the test process. Returns the `host:port` it listens on.
+pub fn serve_http(
+    store: std::sync::Arc<dyn tasklatch::store::TaskStore>,
+    exports: PathBuf,
+    server: tasklatch::mcp::ServerConfig,
+    runtime: tasklatch::runtime::RuntimeConfig,
+    http: tasklatch::mcp::http::HttpConfig,
+) -> String {
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let tokio = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("tokio");
+        tokio.block_on(async move {
+            let tasklatch::mcp::Assembly { server, runtime } = tasklatch::mcp::Assembly::new(
+                store,
+                exports,
+                std::sync::Arc::new(tasklatch::runtime::TokioEnv),
+                server,
+                runtime,
+            );
+            runtime.start(2);
+            let router = tasklatch::mcp::http::router(server, http);
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            send.send(listener.local_addr().expect("address").to_string())
+                .expect("sent");
+            tasklatch::mcp::http::serve(listener, router)
+                .await
+                .expect("served");
+        });
+    });
+    receive.recv().expect("the server starts")
+}
+
+/// Alice's bearer token in [`serve_fixture_tools`]'s server (key `tenant-a/alice`).
+pub const ALICE: &str = "token-alice-0001";
+/// Bob's bearer token there (key `tenant-b/bob`).
+pub const BOB: &str = "token-bob-00002";
+
+/// [`serve_http`] with the conformance fixture tools, tokens [`ALICE`] and [`BOB`], and a
+/// runtime that retries a task waiting for input every 20 ms: the server the 2026-07-28
+/// wire tests and interop clients talk to.
+pub fn serve_fixture_tools(
+    store: std::sync::Arc<dyn tasklatch::store::TaskStore>,
+    exports: PathBuf,
+) -> String {
+    let mut tokens = tasklatch::mcp::http::Tokens::default();
+    tokens.insert(ALICE, "tenant-a/alice");
+    tokens.insert(BOB, "tenant-b/bob");
+    serve_http(
+        store,
+        exports,
+        tasklatch::mcp::ServerConfig {
+            conformance_tools: true,
+            ..tasklatch::mcp::ServerConfig::default()
+        },
+        tasklatch::runtime::RuntimeConfig {
+            idle_ms: 5,
+            retry_after_ms: 20,
+            ..tasklatch::runtime::RuntimeConfig::default()
+        },
+        tasklatch::mcp::http::HttpConfig {
+            tokens,
+            allowed_origins: Vec::new(),
+            body_bytes_max: 64 * 1024,
+            sessions_max: 16,
+            anonymous: None,
+        },
+    )
+}

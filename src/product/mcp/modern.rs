@@ -39,13 +39,13 @@
 //! can get), and its shapes can say what any task is — a 2026-07-28 `completed` task whose
 //! result has `isError` is exactly that.
 
-use super::server::{Outbound, Server, Session, refusal, unexpected};
+use super::server::{Admit, Outbound, Server, Session, admitted, refusal, unexpected};
 use super::wire::{self, RpcError, code};
 use crate::contract::{
     Decision, Era, InputMap, Negotiated, TaskOutcome, TaskRecord, TaskStatus, TaskSupport,
 };
 use crate::runtime::{Notify, ToolStep};
-use crate::store::{CreateCommand, InputCommand, WrappedRequest};
+use crate::store::InputCommand;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
@@ -195,8 +195,15 @@ pub fn create_task_result(record: &TaskRecord) -> Value {
 
 /// `tasks/get`'s `DetailedTask`: the outcome or the open questions inlined.
 pub fn detailed_task(record: &TaskRecord) -> Value {
-    let mut task = task_fields(record);
+    let mut task = detailed_fields(record);
     task.insert("resultType".into(), json!("complete"));
+    Value::Object(task)
+}
+
+/// The `DetailedTask` fields (a `notifications/tasks` payload; `tasks/get` adds its
+/// `resultType`).
+fn detailed_fields(record: &TaskRecord) -> Map<String, Value> {
+    let mut task = task_fields(record);
     match (&record.outcome, record.status) {
         (Some(TaskOutcome::Result { result }), _) => {
             task.insert("result".into(), complete(result.clone()));
@@ -209,11 +216,12 @@ pub fn detailed_task(record: &TaskRecord) -> Value {
             }),
             _,
         ) => {
-            let mut error = json!({ "code": code, "message": message });
-            if let Some(data) = data {
-                error["data"] = data.clone();
-            }
-            task.insert("error".into(), error);
+            let error = RpcError {
+                code: *code,
+                message: message.clone(),
+                data: data.clone(),
+            };
+            task.insert("error".into(), error.to_json());
         }
         (None, TaskStatus::InputRequired) => {
             let open = record.input_requests.clone().unwrap_or_default();
@@ -221,18 +229,7 @@ pub fn detailed_task(record: &TaskRecord) -> Value {
         }
         (None, _) => {}
     }
-    Value::Object(task)
-}
-
-/// A `notifications/tasks` payload: the `DetailedTask`, without a result's `resultType`.
-fn detailed_fields(record: &TaskRecord) -> Map<String, Value> {
-    match detailed_task(record) {
-        Value::Object(mut task) => {
-            task.remove("resultType");
-            task
-        }
-        _ => unreachable!("a detailed task is an object"),
-    }
+    task
 }
 
 /// A result object with `resultType: "complete"` unless it names its own.
@@ -516,49 +513,25 @@ impl Server {
             return Ok(json!({ "resultType": "input_required", "inputRequests": ask.requests }));
         }
         let task_requested = envelope.declares_tasks && spec.task_support != TaskSupport::Forbidden;
-        let command = CreateCommand {
-            caller: session.auth_key.clone(),
+        let answer = self.admit(Admit {
+            session,
             negotiated: Negotiated::FULL,
-            task_support: spec.task_support,
+            spec,
+            arguments: &arguments,
             task_requested,
             idempotency_key,
-            request: WrappedRequest {
-                method: "tools/call".into(),
-                name: name.into(),
-                arguments: Some(Value::Object(arguments.clone())),
-            },
-            ttl_ms: self
-                .config
-                .ttl_ms_default
-                .map(|ttl| ttl.min(self.config.ttl_ms_max)),
-            poll_interval_ms: Some(self.config.poll_interval_ms),
-            task_id: self.new_id(),
-            correlation_id: self.new_id(),
-            now_ms: self.env.now_ms(),
+            // Clients of this era cannot ask for a TTL: the server's default.
+            requested_ttl_ms: None,
             era: Era::Extension2026,
-            input_responses: (!responses.is_empty()).then_some(responses),
-        };
-        let answer = self
-            .store
-            .create(&command)
-            .map_err(|error| self.internal(error))?;
+            input_responses: (!responses.is_empty()).then(|| responses.clone()),
+        })?;
         match answer.decision {
             Decision::AcceptTask | Decision::ReplayTask => {
-                let record = answer.record.ok_or_else(|| {
-                    RpcError::new(
-                        code::INTERNAL_ERROR,
-                        "the store admitted a task without returning it",
-                    )
-                })?;
-                Ok(create_task_result(&record))
+                Ok(create_task_result(&admitted(answer)?))
             }
             Decision::AcceptNormal => match self
                 .tools
-                .call_with_input(
-                    name,
-                    arguments,
-                    command.input_responses.as_ref().unwrap_or(&Map::new()),
-                )
+                .call_with_input(name, arguments, &responses)
                 .await
             {
                 ToolStep::Finished(TaskOutcome::Result { result }) => Ok(complete(result)),

@@ -494,38 +494,20 @@ impl Server {
         let meta = params.get("_meta").and_then(Value::as_object);
         let idempotency_key = self.idempotency_key(session, meta)?;
         self.tools.validate(name, &arguments)?;
-        let now_ms = self.env.now_ms();
-        let ttl_ms = requested_ttl_ms
-            .or(self.config.ttl_ms_default)
-            .map(|ttl| ttl.min(self.config.ttl_ms_max));
-        let command = CreateCommand {
-            caller: session.auth_key.clone(),
+        let answer = self.admit(Admit {
+            session,
             negotiated: session.negotiated,
-            task_support: spec.task_support,
+            spec,
+            arguments: &arguments,
             task_requested: task.is_some(),
             idempotency_key,
-            request: WrappedRequest {
-                method: "tools/call".into(),
-                name: name.into(),
-                arguments: Some(Value::Object(arguments.clone())),
-            },
-            ttl_ms,
-            poll_interval_ms: Some(self.config.poll_interval_ms),
-            task_id: self.new_id(),
-            correlation_id: self.new_id(),
-            now_ms,
+            requested_ttl_ms,
             era: crate::contract::Era::Core2025,
             input_responses: None,
-        };
-        let answer = self
-            .store
-            .create(&command)
-            .map_err(|error| self.internal(error))?;
+        })?;
         match answer.decision {
             Decision::AcceptTask | Decision::ReplayTask => {
-                let record = answer.record.ok_or_else(|| {
-                    internal_message("the store admitted a task without returning it")
-                })?;
+                let record = admitted(answer)?;
                 if let Some(token) = meta.and_then(|meta| meta.get("progressToken"))
                     && !record.status.is_terminal()
                 {
@@ -828,6 +810,37 @@ impl Server {
         }
     }
 
+    /// Asks the store to admit a `tools/call` (either era): the command with fresh ids,
+    /// the time, the TTL asked for (or the default, within the maximum) and the poll
+    /// interval this server suggests.
+    pub(super) fn admit(&self, call: Admit<'_>) -> Result<crate::store::Answer, RpcError> {
+        let command = CreateCommand {
+            caller: call.session.auth_key.clone(),
+            negotiated: call.negotiated,
+            task_support: call.spec.task_support,
+            task_requested: call.task_requested,
+            idempotency_key: call.idempotency_key,
+            request: WrappedRequest {
+                method: "tools/call".into(),
+                name: call.spec.name.into(),
+                arguments: Some(Value::Object(call.arguments.clone())),
+            },
+            ttl_ms: call
+                .requested_ttl_ms
+                .or(self.config.ttl_ms_default)
+                .map(|ttl| ttl.min(self.config.ttl_ms_max)),
+            poll_interval_ms: Some(self.config.poll_interval_ms),
+            task_id: self.new_id(),
+            correlation_id: self.new_id(),
+            now_ms: self.env.now_ms(),
+            era: call.era,
+            input_responses: call.input_responses,
+        };
+        self.store
+            .create(&command)
+            .map_err(|error| self.internal(error))
+    }
+
     /// The tool a `tools/call` names (`-32602` if unknown) and its arguments object.
     pub(super) fn tool_call_target<'p>(
         &self,
@@ -931,6 +944,27 @@ impl Notify for Server {
             self.send(&record.auth_key, Some(&session), message);
         }
     }
+}
+
+/// What a `tools/call` asks [`Server::admit`] to admit.
+pub(super) struct Admit<'a> {
+    pub(super) session: &'a Session,
+    pub(super) negotiated: Negotiated,
+    pub(super) spec: &'a ToolSpec,
+    pub(super) arguments: &'a Map<String, Value>,
+    pub(super) task_requested: bool,
+    pub(super) idempotency_key: Option<String>,
+    /// The TTL the request asked for; `None`: the server's default.
+    pub(super) requested_ttl_ms: Option<u64>,
+    pub(super) era: crate::contract::Era,
+    pub(super) input_responses: Option<crate::contract::InputMap>,
+}
+
+/// The task an admitting answer (`ACCEPT_TASK`, `REPLAY_TASK`) carries.
+pub(super) fn admitted(answer: crate::store::Answer) -> Result<TaskRecord, RpcError> {
+    answer
+        .record
+        .ok_or_else(|| internal_message("the store admitted a task without returning it"))
 }
 
 /// A tool's outcome as a JSON-RPC answer: its result, or its error.

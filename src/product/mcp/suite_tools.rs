@@ -25,7 +25,7 @@
 
 use super::tools::ToolSpec;
 use super::wire::RpcError;
-use crate::contract::{InputMap, TaskOutcome, TaskStatus, TaskSupport};
+use crate::contract::{InputMap, TaskOutcome, TaskSupport};
 use crate::runtime::{Env, InputAsk, ToolStep};
 use crate::store::TaskStore;
 use serde_json::{Map, Value, json};
@@ -243,18 +243,16 @@ pub async fn run(
                 .unwrap_or(0.0)
                 .min(SLOW_COMPUTE_SECONDS_MAX as f64);
             let total_ms = (seconds * 1000.0) as u64;
-            let mut slept_ms = 0;
-            while slept_ms < total_ms {
-                let slice_ms = SLICE_MS.min(total_ms - slept_ms);
-                env.sleep(slice_ms).await;
-                slept_ms += slice_ms;
-                if let Some(task_id) = &task_id
-                    && let Ok(Some(record)) = store.read(task_id)
-                    && record.status == TaskStatus::Cancelled
-                {
-                    // The completion write would be refused anyway: stop working.
-                    return text("slow_compute stopped: cancelled".into(), true);
-                }
+            let worked = super::tools::work_unless_cancelled(
+                &*env,
+                &*store,
+                task_id.as_deref(),
+                total_ms,
+                SLICE_MS,
+            )
+            .await;
+            if !worked {
+                return text("slow_compute stopped: cancelled".into(), true);
             }
             text(
                 format!("computed {} after {seconds} s", argument("label")),

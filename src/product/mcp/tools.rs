@@ -418,18 +418,16 @@ async fn export(
         Some(task_id) => task_id.clone(),
         None => format!("sync-{:016x}{:016x}", env.random_u64(), env.random_u64()),
     };
-    let mut worked_ms = 0;
-    while worked_ms < delay_ms {
-        let slice_ms = EXPORT_SLICE_MS.min(delay_ms - worked_ms);
-        env.sleep(slice_ms).await;
-        worked_ms += slice_ms;
-        if let Some(task_id) = &task_id
-            && let Ok(Some(record)) = store.read(task_id)
-            && record.status == TaskStatus::Cancelled
-        {
-            // Stop early; the completion write would be refused anyway.
-            return failed(format!("export {id} stopped: its task was cancelled"));
-        }
+    if !work_unless_cancelled(
+        &*env,
+        &*store,
+        task_id.as_deref(),
+        delay_ms,
+        EXPORT_SLICE_MS,
+    )
+    .await
+    {
+        return failed(format!("export {id} stopped: its task was cancelled"));
     }
     match commit_export(&exports, &id, &name, rows) {
         Ok(path) => ToolStep::Finished(TaskOutcome::Result {
@@ -485,6 +483,31 @@ fn confirm_export(name: &str, rows: u64) -> InputAsk {
 fn confirmed(answer: &Value) -> bool {
     answer.get("action").and_then(Value::as_str) == Some("accept")
         && answer.pointer("/content/confirm") == Some(&Value::Bool(true))
+}
+
+/// Works (sleeps) `total_ms` in slices of `slice_ms`, looking after each whether the task
+/// was cancelled; `false` once it was (its completion write would be refused anyway, so the
+/// tool stops early). A synchronous call (`task_id: None`) works the whole time.
+pub(super) async fn work_unless_cancelled(
+    env: &dyn Env,
+    store: &dyn TaskStore,
+    task_id: Option<&str>,
+    total_ms: u64,
+    slice_ms: u64,
+) -> bool {
+    let mut worked_ms = 0;
+    while worked_ms < total_ms {
+        let slice_ms = slice_ms.max(1).min(total_ms - worked_ms);
+        env.sleep(slice_ms).await;
+        worked_ms += slice_ms;
+        if let Some(task_id) = task_id
+            && let Ok(Some(record)) = store.read(task_id)
+            && record.status == TaskStatus::Cancelled
+        {
+            return false;
+        }
+    }
+    true
 }
 
 fn failed(text: String) -> ToolStep {
