@@ -1,50 +1,10 @@
 //! The oracle on hand-written histories: it flags what it must and nothing else.
 
+mod histories;
+
+use histories::{applied, create};
 use tasklatch::check::{AppliedKind, CheckContext, ClientOp, ClientResult, Event, Revealed, check};
 use tasklatch::contract::{Decision, TaskStatus};
-
-fn applied(
-    task_id: &str,
-    kind: AppliedKind,
-    expected: Option<u64>,
-    version: u64,
-    status: TaskStatus,
-    at_ms: u64,
-) -> Event {
-    Event::Applied {
-        task_id: task_id.into(),
-        auth_key: "a".into(),
-        kind,
-        expected_version: expected,
-        version,
-        status,
-        outcome: None,
-        expires_at_ms: Some(1_000),
-        at_ms,
-    }
-}
-
-fn create(task_id: &str, key: &str, digest: &str, decision: Decision, at_ms: u64) -> Event {
-    Event::Client {
-        client: "c".into(),
-        caller: "a".into(),
-        op: ClientOp::Create {
-            idempotency_key: Some(key.into()),
-            digest: digest.into(),
-        },
-        result: ClientResult::Ok {
-            decision,
-            revealed: vec![Revealed {
-                task_id: task_id.into(),
-                auth_key: "a".into(),
-                status: TaskStatus::Working,
-                version: Some(1),
-                outcome: None,
-            }],
-        },
-        at_ms,
-    }
-}
 
 fn invariants(history: &[Event]) -> Vec<&'static str> {
     check(history, &CheckContext::default())
@@ -180,6 +140,7 @@ fn liveness_names_tasks_left_unfinished() {
     let context = CheckContext {
         liveness_deadline_ms: Some(500),
         wire: false,
+        server: None,
     };
     let violations = check(&history, &context);
     assert_eq!(
@@ -205,6 +166,7 @@ fn result_read(payload: serde_json::Value) -> Event {
                 status: TaskStatus::Completed,
                 version: None,
                 outcome: Some(tasklatch::contract::TaskOutcome::Result { result: payload }),
+                fields: None,
             }],
         },
         at_ms: 40,
@@ -216,6 +178,7 @@ fn on_the_wire_a_result_must_name_its_task() {
     let wire = CheckContext {
         liveness_deadline_ms: None,
         wire: true,
+        server: None,
     };
     let content = serde_json::json!([{ "type": "text", "text": "done" }]);
     let base = [applied(

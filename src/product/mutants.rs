@@ -54,11 +54,14 @@ pub enum Mutant {
     /// A store answers an idempotent replay with an error instead of the bound task (a
     /// store bug, not a contract one: the client sees "store unavailable").
     ReplayErrs,
+    /// A claim of an outbox entry reports the task as `working` whatever is stored, so a
+    /// finished task is published to a worker again (which drops it as a duplicate).
+    ClaimStatusStale,
 }
 
 impl Mutant {
     /// Every mutant, in matrix order.
-    pub const ALL: [Mutant; 14] = [
+    pub const ALL: [Mutant; 15] = [
         Mutant::RequiredSyncAccepted,
         Mutant::ForbiddenTaskAccepted,
         Mutant::CreateWithoutCapability,
@@ -73,6 +76,7 @@ impl Mutant {
         Mutant::ListWithoutCapability,
         Mutant::ListUnfiltered,
         Mutant::ReplayErrs,
+        Mutant::ClaimStatusStale,
     ];
 
     /// The mutant's name, as `TASKLATCH_MUTANT` and the matrix spell it.
@@ -92,6 +96,7 @@ impl Mutant {
             Mutant::ListWithoutCapability => "list-without-capability",
             Mutant::ListUnfiltered => "list-unfiltered",
             Mutant::ReplayErrs => "replay-errs",
+            Mutant::ClaimStatusStale => "claim-status-stale",
         }
     }
 
@@ -124,7 +129,7 @@ impl Mutant {
     /// contract's cases against the guards, must kill it) rather than breaking a store's
     /// own work around them, which only engines that run a store can see.
     pub fn in_contract(self) -> bool {
-        !matches!(self, Mutant::ReplayErrs)
+        !matches!(self, Mutant::ReplayErrs | Mutant::ClaimStatusStale)
     }
 
     /// Whether loom's models must kill it: the version check and the terminal latch.

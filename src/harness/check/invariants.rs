@@ -442,10 +442,6 @@ pub(super) fn i4_tenant_isolation(history: &[Event], out: &mut Vec<Violation>) {
     }
 }
 
-/// I5: per (caller, idempotency key) one task while it lives: the same digest replays it,
-/// another digest is never admitted under it. A key's binding lives as long as its task
-/// (docs/design.md §3): after the task expires, a new task under the key is a fresh
-/// admission, not a second one.
 /// F1: no store error goes unexplained. The world injects outages by refusing calls
 /// itself (never reaching the store); the simulation runs on one thread, so no store has a
 /// transient (busy, timeout) to report either. An error from the store under test is a
@@ -466,6 +462,10 @@ pub(super) fn f1_explained_store_errors(history: &[Event], out: &mut Vec<Violati
     }
 }
 
+/// I5: per (caller, idempotency key) one task while it lives: the same digest replays it,
+/// another digest is never admitted under it. A key's binding lives as long as its task
+/// (docs/design.md §3): after the task expires, a new task under the key is a fresh
+/// admission, not a second one.
 pub(super) fn i5_idempotent_admission(history: &[Event], out: &mut Vec<Violation>) {
     let expiry: BTreeMap<&str, Option<u64>> = history
         .iter()
@@ -488,6 +488,7 @@ pub(super) fn i5_idempotent_admission(history: &[Event], out: &mut Vec<Violation
                 ClientOp::Create {
                     idempotency_key: Some(key),
                     digest,
+                    ..
                 },
             result: ClientResult::Ok { decision, revealed },
             at_ms,

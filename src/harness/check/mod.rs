@@ -1,20 +1,24 @@
-//! The oracle: invariants I1–I10 of docs/design.md §5 checked over a recorded history, apart
+//! The oracle: the invariants of docs/design.md §5 checked over a recorded history, apart
 //! from the system under test.
 //!
 //! The simulation records what clients invoked and what they got back (or that the answer
-//! was lost), what the store applied, and what the effect sink committed. The checker
-//! reads only that history: it never asks the store what it thinks of itself.
+//! was lost), what the store applied and refused, what the outbox claimed and retired,
+//! what the world injected, and what the effect sink committed. The checker reads only
+//! that history: it never asks the store what it thinks of itself.
 //!
 //! One function per invariant (`invariants.rs`): I1 one terminal, I2 cancel wins, I3 no
 //! stale write, I4 tenant isolation, I5 idempotent admission, I6 effect once, I7 expiry,
 //! I8 liveness, I9 result shape (a returned result is the wrapped request's
 //! `CallToolResult` or its error, matching the status; when the clients spoke MCP, it also
 //! carries the related-task `_meta` naming its task), I10 the stored record wins over
-//! notifications.
+//! notifications; F1 store errors, F2 client failures and F3 refusals each explained by
+//! an injected fault or the applied facts; C1–C4 the runtime's counters (duplicates
+//! absorbed, claims, deliveries dropped, sweeps) each held to a rule (`accounting.rs`).
 
+mod accounting;
 mod invariants;
 
-use crate::contract::{Decision, TaskOutcome, TaskStatus};
+use crate::contract::{Decision, Era, InputMap, TaskOutcome, TaskStatus};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -52,7 +56,81 @@ pub enum Event {
         outcome: Option<TaskOutcome>,
         /// The record's expiry instant in ms since the epoch; `None` without a TTL.
         expires_at_ms: Option<u64>,
+        /// The command the store was given, as far as it shapes the record (I11 builds
+        /// the expected record from it).
+        asked: Box<Asked>,
+        /// The record's remaining fields after the change, as the store answered them.
+        stored: Box<Stored>,
         /// Simulated time of the change, in ms since the epoch.
+        at_ms: u64,
+    },
+    /// A dispatcher claimed a task's outbox entry (the store reported these).
+    Claimed {
+        /// The task whose entry was claimed.
+        task_id: String,
+        /// The entry's claim count, this one included.
+        attempt: u32,
+        /// The task's status the claim reported.
+        status: TaskStatus,
+        /// The task's version the claim reported.
+        version: u64,
+        /// Simulated time, in ms since the epoch.
+        at_ms: u64,
+    },
+    /// A dispatcher or worker acknowledged a claim of an outbox entry.
+    Acked {
+        /// The task whose entry was acknowledged.
+        task_id: String,
+        /// The claim acknowledged.
+        attempt: u32,
+        /// Whether the store retired the entry (false: another claim holds it).
+        retired: bool,
+        /// Simulated time, in ms since the epoch.
+        at_ms: u64,
+    },
+    /// The store refused a write that names a task (a transition, cancel or answer that
+    /// did not apply); F3 asks what explains it.
+    Refused {
+        /// The task the write named.
+        task_id: String,
+        /// The caller the write was made for.
+        caller: String,
+        /// Which write it was.
+        kind: AppliedKind,
+        /// The version the write was conditioned on, if any.
+        expected_version: Option<u64>,
+        /// The transition's target status (`None` for a cancel or an answer).
+        next: Option<TaskStatus>,
+        /// The keys an answer named (empty for a transition or a cancel).
+        answered: Vec<String>,
+        /// The store's decision.
+        decision: Decision,
+        /// Simulated time, in ms since the epoch.
+        at_ms: u64,
+    },
+    /// A sweep of expired tasks deleted some.
+    Swept {
+        /// The most the sweep was allowed to delete.
+        max: usize,
+        /// How many it deleted.
+        swept: usize,
+        /// Simulated time, in ms since the epoch.
+        at_ms: u64,
+    },
+    /// A fault the world injected, typed (the oracle explains errors with these).
+    Injected {
+        /// What was injected.
+        what: Injection,
+        /// Simulated time, in ms since the epoch.
+        at_ms: u64,
+    },
+    /// The runtime noted a decision the oracle has a rule for (C1, C3).
+    Runtime {
+        /// What it noted.
+        what: RuntimeNote,
+        /// The task it concerned.
+        task_id: String,
+        /// Simulated time, in ms since the epoch.
         at_ms: u64,
     },
     /// The effect sink committed an effect.
@@ -96,6 +174,86 @@ pub enum Event {
     },
 }
 
+/// The command a write was given, as far as it shapes the record it leaves.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Asked {
+    /// An admission.
+    Create {
+        /// The TTL granted by the server (the command's `ttl_ms`).
+        ttl_ms: Option<u64>,
+        /// The poll interval the server suggests.
+        poll_interval_ms: Option<u64>,
+        /// The request's protocol era.
+        era: Era,
+        /// Answers admitted with the task (2026-07-28 multi round-trip input).
+        input_responses: Option<InputMap>,
+    },
+    /// A status transition.
+    Transition {
+        /// The target status.
+        next: TaskStatus,
+        /// The outcome written (terminal writes).
+        outcome: Option<TaskOutcome>,
+        /// The message written, if any (`None` keeps the stored one).
+        status_message: Option<String>,
+        /// The questions written (a move to `input_required`).
+        input_requests: Option<InputMap>,
+    },
+    /// A cancel.
+    Cancel,
+    /// Answers to open questions.
+    Input {
+        /// The answers given, by key.
+        responses: InputMap,
+    },
+}
+
+/// The fields of a record an [`Event::Applied`] does not carry on its own.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stored {
+    /// `createdAt`, ms since the epoch.
+    pub created_at_ms: u64,
+    /// `lastUpdatedAt`, ms since the epoch.
+    pub updated_at_ms: u64,
+    /// The granted TTL; `None`: unlimited.
+    pub ttl_ms: Option<u64>,
+    /// The suggested poll interval.
+    pub poll_interval_ms: Option<u64>,
+    /// `statusMessage`.
+    pub status_message: Option<String>,
+    /// The era the task is served in.
+    pub era: Era,
+    /// Set with a cancel.
+    pub cancel_requested: bool,
+    /// The open questions.
+    pub input_requests: Option<InputMap>,
+    /// The answers given.
+    pub input_responses: Option<InputMap>,
+}
+
+/// A fault the world injected, for the oracle's accounting (F1, F2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Injection {
+    /// The store node went down: every store call fails until it is back.
+    StoreDown,
+    /// The store node is back.
+    StoreUp,
+    /// An admission was given the id of a task already issued (the store must refuse it).
+    IdCollision {
+        /// The id reused.
+        task_id: String,
+    },
+}
+
+/// A runtime decision the oracle holds to a rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuntimeNote {
+    /// A worker dropped a delivery because the task was already terminal (C1).
+    DuplicateAbsorbed,
+    /// A worker dropped a delivery because the task was gone or expired (C3).
+    ExpiredBeforeRun,
+}
+
 /// Which store operation an [`Event::Applied`] records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AppliedKind {
@@ -118,6 +276,10 @@ pub enum ClientOp {
         idempotency_key: Option<String>,
         /// The request digest (`sha256:<hex>`) of the call the client sent.
         digest: String,
+        /// The TTL the client asked for; `None`: it asked for none.
+        ttl_ms: Option<u64>,
+        /// The protocol era the client spoke.
+        era: Era,
     },
     /// `tasks/get`.
     Get {
@@ -144,9 +306,17 @@ pub enum ClientOp {
     ProvideInput {
         /// The task answered.
         task_id: String,
+        /// The answers sent (`tasks/update`); `None` for the 2025-11-25 path, which
+        /// moves the task back to `working` without answers.
+        responses: Option<InputMap>,
     },
     /// `tasks/list`, one page.
-    List,
+    List {
+        /// The last task of the previous page (the cursor's position); `None`: the first.
+        after: Option<String>,
+        /// Whether the answer carried a `nextCursor`.
+        next_cursor: bool,
+    },
 }
 
 /// What the client got back.
@@ -160,7 +330,10 @@ pub enum ClientResult {
         revealed: Vec<Revealed>,
     },
     /// The request failed before reaching the store (nothing happened).
-    Fail,
+    Fail {
+        /// Answered "store unavailable" (`-32603`), rather than another error.
+        unavailable: bool,
+    },
     /// The answer was lost: the operation may or may not have happened.
     Indeterminate,
 }
@@ -179,6 +352,29 @@ pub struct Revealed {
     pub version: Option<u64>,
     /// For `tasks/result`: the payload returned.
     pub outcome: Option<TaskOutcome>,
+    /// The task's other fields, when the answer showed a wire `Task` (I12 compares them).
+    pub fields: Option<Box<WireFields>>,
+}
+
+/// A wire `Task` object's fields beyond id and status, in either era.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WireFields {
+    /// The era whose shape the answer had (`ttl` or `ttlMs`, …).
+    pub era: Era,
+    /// `statusMessage`.
+    pub status_message: Option<String>,
+    /// `pollInterval` / `pollIntervalMs`.
+    pub poll_interval_ms: Option<u64>,
+    /// `ttl` / `ttlMs`; `None`: `null` (unlimited).
+    pub ttl_ms: Option<u64>,
+    /// `createdAt`, parsed.
+    pub created_at_ms: u64,
+    /// `lastUpdatedAt`, parsed.
+    pub updated_at_ms: u64,
+    /// `inputRequests` (2026-07-28 `tasks/get`).
+    pub input_requests: Option<InputMap>,
+    /// A field missing or unreadable, named; the others are then not judged.
+    pub malformed: Option<String>,
 }
 
 /// A broken invariant, with the events that show it.
@@ -213,11 +409,27 @@ pub struct CheckContext {
     /// The clients spoke MCP: every `tasks/result` answer must carry
     /// `_meta["io.modelcontextprotocol/related-task"]` naming its task (I9).
     pub wire: bool,
+    /// The server's settings, when the run had one (I13, I14); checks that need them
+    /// are skipped without.
+    pub server: Option<ServerFacts>,
+}
+
+/// What the server under test was configured with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerFacts {
+    /// The TTL a task gets when the request asks for none.
+    pub ttl_ms_default: Option<u64>,
+    /// The longest TTL granted.
+    pub ttl_ms_max: u64,
+    /// The poll interval suggested.
+    pub poll_interval_ms: u64,
+    /// The `tasks/list` page size asked of the store.
+    pub list_page: usize,
 }
 
 /// Checks every invariant; returns all violations found (empty: the history is clean):
 /// per task in task-id order, its violations by invariant (I1 … I10); then the clients'
-/// (I4, I5) in history order.
+/// (I4, I5) in history order; then F1, F2, F3, C1 … C4, each in history order.
 pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
     let mut violations = Vec::new();
     let mut tasks: BTreeMap<&str, TaskFacts> = BTreeMap::new();
@@ -248,6 +460,7 @@ pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
     invariants::i4_tenant_isolation(history, &mut violations);
     invariants::i5_idempotent_admission(history, &mut violations);
     invariants::f1_explained_store_errors(history, &mut violations);
+    accounting::check(history, &mut violations);
     violations
 }
 

@@ -292,11 +292,11 @@ fn glyph(event: &Event) -> Option<(Shape, &'static str, &str)> {
                 ClientOp::Result { task_id } => ("#8e24aa", task_id.as_str()),
                 ClientOp::GetModern { task_id } => ("#5e35b1", task_id.as_str()),
                 ClientOp::Cancel { task_id } => ("#fb8c00", task_id.as_str()),
-                ClientOp::ProvideInput { task_id } => ("#6d4c41", task_id.as_str()),
-                ClientOp::List => ("#00897b", ""),
+                ClientOp::ProvideInput { task_id, .. } => ("#6d4c41", task_id.as_str()),
+                ClientOp::List { .. } => ("#00897b", ""),
             };
             let colour = match result {
-                ClientResult::Indeterminate | ClientResult::Fail => "#e53935",
+                ClientResult::Indeterminate | ClientResult::Fail { .. } => "#e53935",
                 ClientResult::Ok { .. } => colour,
             };
             Some((Shape::Dot, colour, task))
@@ -319,7 +319,12 @@ fn glyph(event: &Event) -> Option<(Shape, &'static str, &str)> {
         Event::Effect { task_id, .. } => Some((Shape::Diamond, "#f9a825", task_id.as_str())),
         Event::Notified { task_id, .. } => Some((Shape::Tick, "#90a4ae", task_id.as_str())),
         Event::StoreError { task_id, .. } => Some((Shape::Diamond, "#d32f2f", task_id.as_str())),
-        Event::Fault { .. } => None,
+        Event::Claimed { task_id, .. } | Event::Acked { task_id, .. } => {
+            Some((Shape::Tick, "#b0bec5", task_id.as_str()))
+        }
+        Event::Refused { task_id, .. } => Some((Shape::Tick, "#ef6c00", task_id.as_str())),
+        Event::Runtime { task_id, .. } => Some((Shape::Tick, "#6d4c41", task_id.as_str())),
+        Event::Fault { .. } | Event::Swept { .. } | Event::Injected { .. } => None,
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::SimEnv;
 use super::world::Shared;
-use crate::check::{ClientOp, ClientResult, Event, Revealed};
+use crate::check::{ClientOp, ClientResult, Event, Revealed, WireFields};
 use crate::contract::{Decision, Era, Negotiated, TaskOutcome, TaskRecord, TaskStatus};
 use crate::mcp::modern;
 use crate::mcp::server::STORE_UNAVAILABLE;
@@ -75,16 +75,80 @@ pub(super) async fn rpc(
     }
 }
 
-/// A wire `Task` object as the oracle reads it. The wire never names the owner; the
-/// version comes from tasklatch's `_meta` where the answer carries it.
-pub(super) fn revealed_of_wire(task: &serde_json::Value, version: Option<u64>) -> Option<Revealed> {
+/// A wire `Task` object as the oracle reads it, in the shape of `era`. The wire never
+/// names the owner; the version comes from tasklatch's `_meta` where the answer carries it.
+pub(super) fn revealed_of_wire(
+    task: &serde_json::Value,
+    version: Option<u64>,
+    era: Era,
+) -> Option<Revealed> {
     Some(Revealed {
         task_id: task["taskId"].as_str()?.to_owned(),
         auth_key: String::new(),
         status: serde::Deserialize::deserialize(&task["status"]).ok()?,
         version,
         outcome: None,
+        fields: Some(Box::new(wire_fields(task, era))),
     })
+}
+
+/// The fields of a wire `Task` beyond id and status, read independently of the server's
+/// own rendering (timestamps through humantime, not `wire::rfc3339`).
+fn wire_fields(task: &serde_json::Value, era: Era) -> WireFields {
+    let (ttl, poll) = match era {
+        Era::Core2025 => ("ttl", "pollInterval"),
+        Era::Extension2026 => ("ttlMs", "pollIntervalMs"),
+    };
+    let mut malformed = None;
+    let mut fail = |what: String| {
+        malformed.get_or_insert(what);
+    };
+    let mut time = |name: &str| match task[name].as_str().map(humantime::parse_rfc3339) {
+        Some(Ok(at)) => at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis() as u64),
+        _ => {
+            fail(format!("{name} missing or not RFC 3339: {}", task[name]));
+            0
+        }
+    };
+    let (created_at_ms, updated_at_ms) = (time("createdAt"), time("lastUpdatedAt"));
+    let ttl_ms = match &task.get(ttl) {
+        Some(serde_json::Value::Null) => None,
+        Some(value) if value.is_u64() => value.as_u64(),
+        other => {
+            fail(format!(
+                "{ttl} must be present, a number or null: {other:?}"
+            ));
+            None
+        }
+    };
+    let poll_interval_ms = match task.get(poll) {
+        None => None,
+        Some(value) if value.is_u64() => value.as_u64(),
+        Some(other) => {
+            fail(format!("{poll} must be a number: {other}"));
+            None
+        }
+    };
+    let status_message = match task.get("statusMessage") {
+        None => None,
+        Some(serde_json::Value::String(text)) => Some(text.clone()),
+        Some(other) => {
+            fail(format!("statusMessage must be a string: {other}"));
+            None
+        }
+    };
+    WireFields {
+        era,
+        status_message,
+        poll_interval_ms,
+        ttl_ms,
+        created_at_ms,
+        updated_at_ms,
+        input_requests: task["inputRequests"].as_object().cloned(),
+        malformed,
+    }
 }
 
 pub(super) fn version_meta(value: &serde_json::Value) -> Option<u64> {
@@ -242,7 +306,7 @@ impl Client {
             Era::Core2025 => &result["task"],
             Era::Extension2026 => result,
         };
-        revealed_of_wire(task, version_meta(result))
+        revealed_of_wire(task, version_meta(result), self.era)
     }
 
     /// A task-augmented `tools/call` of `export` under `key`, and the operation the oracle
@@ -256,6 +320,11 @@ impl Client {
         let op = ClientOp::Create {
             idempotency_key: Some(key.to_owned()),
             digest: digest.as_str().to_owned(),
+            ttl_ms: match self.era {
+                Era::Core2025 => self.task_params["ttl"].as_u64(),
+                Era::Extension2026 => None,
+            },
+            era: self.era,
         };
         let params = match self.era {
             Era::Core2025 => json!({
@@ -294,7 +363,7 @@ impl Client {
                 self.answer_lost() && !(self.era == Era::Extension2026 && attempt + 1 == attempts);
             match reply {
                 Reply::Unavailable => {
-                    self.record(op, ClientResult::Fail);
+                    self.record(op, ClientResult::Fail { unavailable: true });
                     if self.era == Era::Extension2026 {
                         let interval = self.shared.scenario.poll_interval_ms;
                         madsim::time::sleep(Duration::from_millis(interval)).await;
@@ -318,7 +387,7 @@ impl Client {
                     return;
                 }
                 Reply::Error { .. } => {
-                    self.record(op, ClientResult::Fail);
+                    self.record(op, ClientResult::Fail { unavailable: false });
                     return;
                 }
             }
@@ -340,7 +409,8 @@ impl Client {
                 self.mark("idempotency-collision-refused");
                 self.answered(op, Decision::BlockIdempotencyCollision, Vec::new());
             }
-            Reply::Error { .. } | Reply::Unavailable => self.record(op, ClientResult::Fail),
+            Reply::Error { .. } => self.record(op, ClientResult::Fail { unavailable: false }),
+            Reply::Unavailable => self.record(op, ClientResult::Fail { unavailable: true }),
         }
     }
 
@@ -493,6 +563,7 @@ impl Client {
                 (
                     ClientOp::ProvideInput {
                         task_id: target.clone(),
+                        responses: params["inputResponses"].as_object().cloned(),
                     },
                     ack_answer(
                         self.rpc("tasks/update", params).await,
@@ -538,6 +609,7 @@ impl Client {
         self.answered(
             ClientOp::ProvideInput {
                 task_id: task_id.to_owned(),
+                responses: None,
             },
             reply.decision,
             reply.record.iter().map(revealed_of).collect(),
@@ -566,6 +638,7 @@ impl Client {
             }
             let op = ClientOp::ProvideInput {
                 task_id: task_id.to_owned(),
+                responses: Some(responses),
             };
             self.answered(op, decision, revealed);
         }
@@ -605,7 +678,7 @@ impl Client {
             .flat_map(|page| page["tasks"].as_array())
             .flatten()
         {
-            if let Some(seen) = revealed_of_wire(task, None)
+            if let Some(seen) = revealed_of_wire(task, None, Era::Core2025)
                 && !self.mine.contains(&seen.task_id)
                 && !seen.status.is_terminal()
             {
@@ -623,9 +696,13 @@ impl Client {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .filter_map(|task| revealed_of_wire(task, None))
+                .filter_map(|task| revealed_of_wire(task, None, Era::Core2025))
                 .collect();
-            self.answered(ClientOp::List, Decision::ListTenantFiltered, revealed);
+            let op = ClientOp::List {
+                after: None,
+                next_cursor: page.get("nextCursor").is_some(),
+            };
+            self.answered(op, Decision::ListTenantFiltered, revealed);
         }
     }
 }
@@ -639,7 +716,7 @@ pub(super) fn get_answer(reply: Reply) -> Shown {
     match reply {
         Reply::Result(task) => Some((
             Decision::ReturnStatus,
-            revealed_of_wire(&task, version_meta(&task))
+            revealed_of_wire(&task, version_meta(&task), Era::Core2025)
                 .into_iter()
                 .collect(),
         )),
@@ -653,7 +730,7 @@ pub(super) fn get_answer(reply: Reply) -> Shown {
 pub(super) fn detailed_answer(reply: Reply) -> Shown {
     match reply {
         Reply::Result(task) => {
-            let mut seen = revealed_of_wire(&task, version_meta(&task));
+            let mut seen = revealed_of_wire(&task, version_meta(&task), Era::Extension2026);
             if let Some(seen) = &mut seen {
                 seen.outcome = if let Some(result) = task.get("result") {
                     Some(TaskOutcome::Result {
@@ -693,6 +770,7 @@ pub(super) fn ack_answer(reply: Reply, task_id: &str, applied: Decision) -> Show
                     status,
                     version: Some(version),
                     outcome: None,
+                    fields: None,
                 });
                 Some((applied, seen.into_iter().collect()))
             }
@@ -711,7 +789,7 @@ pub(super) fn cancel_answer(reply: Reply) -> Shown {
     match reply {
         Reply::Result(task) => Some((
             Decision::ApplyCancel,
-            revealed_of_wire(&task, version_meta(&task))
+            revealed_of_wire(&task, version_meta(&task), Era::Core2025)
                 .into_iter()
                 .collect(),
         )),
@@ -732,6 +810,7 @@ pub(super) fn result_answer(reply: Reply, task_id: &str, status: Option<TaskStat
         status,
         version: None,
         outcome: Some(outcome),
+        fields: None,
     };
     match reply {
         Reply::Result(result) => {
@@ -780,5 +859,6 @@ pub(super) fn revealed_of(record: &TaskRecord) -> Revealed {
         status: record.status,
         version: Some(record.version),
         outcome: None,
+        fields: None,
     }
 }

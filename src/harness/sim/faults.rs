@@ -5,7 +5,7 @@
 use super::SimEnv;
 use super::scenario::{FaultKind, Knobs, PlannedFault, Scenario};
 use super::{history::History, world::Sweep};
-use crate::check::Event;
+use crate::check::{Event, RuntimeNote};
 use crate::runtime::{
     BoxFuture, Delivery, Env, MemoryQueue, Message, Point, Probe, Queue, QueueError, Receipt,
 };
@@ -158,8 +158,18 @@ pub(super) struct SimProbe {
 }
 
 impl Probe for SimProbe {
-    fn observe(&self, what: &'static str) {
+    fn observe(&self, what: &'static str, task_id: &str) {
         self.history.mark(what);
+        let note = match what {
+            "duplicate-absorbed" => RuntimeNote::DuplicateAbsorbed,
+            "expired-before-run" => RuntimeNote::ExpiredBeforeRun,
+            _ => return,
+        };
+        self.history.push(Event::Runtime {
+            what: note,
+            task_id: task_id.to_owned(),
+            at_ms: crate::runtime::Env::now_ms(&SimEnv),
+        });
     }
 
     fn at(&self, point: Point, task_id: &str) -> BoxFuture<'static, ()> {

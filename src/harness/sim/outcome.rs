@@ -177,6 +177,12 @@ pub fn offset_ms(event: &Event) -> u64 {
         | Event::Effect { at_ms, .. }
         | Event::Notified { at_ms, .. }
         | Event::StoreError { at_ms, .. }
+        | Event::Claimed { at_ms, .. }
+        | Event::Acked { at_ms, .. }
+        | Event::Refused { at_ms, .. }
+        | Event::Swept { at_ms, .. }
+        | Event::Injected { at_ms, .. }
+        | Event::Runtime { at_ms, .. }
         | Event::Fault { at_ms, .. } => at_ms - SIM_EPOCH_MS,
     }
 }

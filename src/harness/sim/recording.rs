@@ -2,7 +2,7 @@
 //! the store node's outages.
 
 use super::history::History;
-use crate::check::{AppliedKind, Event};
+use crate::check::{AppliedKind, Asked, Event, Stored};
 use crate::contract::{Decision, Negotiated, TaskRecord, TaskStatus};
 use crate::store::{
     Answer, CreateCommand, InputCommand, ListPage, ListQuery, OutboxClaim, StoreError, TaskStore,
@@ -55,9 +55,21 @@ impl RecordingStore {
         &self,
         kind: AppliedKind,
         expected: Option<u64>,
+        asked: Asked,
         record: &TaskRecord,
         at_ms: u64,
     ) {
+        let stored = Stored {
+            created_at_ms: record.created_at_ms,
+            updated_at_ms: record.updated_at_ms,
+            ttl_ms: record.ttl_ms,
+            poll_interval_ms: record.poll_interval_ms,
+            status_message: record.status_message.clone(),
+            era: record.era,
+            cancel_requested: record.cancel_requested,
+            input_requests: record.input_requests.clone(),
+            input_responses: record.input_responses.clone(),
+        };
         self.history.push(Event::Applied {
             task_id: record.task_id.clone(),
             auth_key: record.auth_key.clone(),
@@ -67,6 +79,8 @@ impl RecordingStore {
             status: record.status,
             outcome: record.outcome.clone(),
             expires_at_ms: record.expires_at_ms,
+            asked: Box::new(asked),
+            stored: Box::new(stored),
             at_ms,
         });
     }
@@ -78,7 +92,13 @@ impl TaskStore for RecordingStore {
         let answer = self.failed("create", &command.task_id, self.inner.create(command))?;
         match (answer.decision, &answer.record) {
             (Decision::AcceptTask, Some(record)) => {
-                self.applied(AppliedKind::Create, None, record, command.now_ms)
+                let asked = Asked::Create {
+                    ttl_ms: command.ttl_ms,
+                    poll_interval_ms: command.poll_interval_ms,
+                    era: command.era,
+                    input_responses: command.input_responses.clone(),
+                };
+                self.applied(AppliedKind::Create, None, asked, record, command.now_ms)
             }
             (Decision::ReplayTask, _) => self.history.mark("replay"),
             _ => {}
@@ -97,6 +117,12 @@ impl TaskStore for RecordingStore {
             (Decision::ApplyTransition, Some(record)) => self.applied(
                 AppliedKind::Transition,
                 Some(command.expected_version),
+                Asked::Transition {
+                    next: command.next,
+                    outcome: command.outcome.clone(),
+                    status_message: command.status_message.clone(),
+                    input_requests: command.input_requests.clone(),
+                },
                 record,
                 command.now_ms,
             ),
@@ -109,6 +135,18 @@ impl TaskStore for RecordingStore {
             (Decision::BlockExpired, _) => self.history.mark("expired-work-refused"),
             (Decision::IdempotentTerminal, _) => self.history.mark("idempotent-terminal"),
             _ => {}
+        }
+        if answer.decision != Decision::ApplyTransition {
+            self.history.push(Event::Refused {
+                task_id: command.task_id.clone(),
+                caller: command.caller.clone(),
+                kind: AppliedKind::Transition,
+                expected_version: Some(command.expected_version),
+                next: Some(command.next),
+                answered: Vec::new(),
+                decision: answer.decision,
+                at_ms: command.now_ms,
+            });
         }
         Ok(answer)
     }
@@ -128,7 +166,27 @@ impl TaskStore for RecordingStore {
         if let (Decision::ApplyInput, Some(record)) = (answer.decision, &answer.record) {
             // The version before is the one the swap pinned: one less than after.
             let expected = record.version - 1;
-            self.applied(AppliedKind::Input, Some(expected), record, command.now_ms);
+            let asked = Asked::Input {
+                responses: command.responses.clone(),
+            };
+            self.applied(
+                AppliedKind::Input,
+                Some(expected),
+                asked,
+                record,
+                command.now_ms,
+            );
+        } else {
+            self.history.push(Event::Refused {
+                task_id: command.task_id.clone(),
+                caller: command.caller.clone(),
+                kind: AppliedKind::Input,
+                expected_version: None,
+                next: None,
+                answered: command.responses.keys().cloned().collect(),
+                decision: answer.decision,
+                at_ms: command.now_ms,
+            });
         }
         Ok(answer)
     }
@@ -155,9 +213,21 @@ impl TaskStore for RecordingStore {
             self.applied(
                 AppliedKind::Cancel,
                 Some(record.version - 1),
+                Asked::Cancel,
                 record,
                 now_ms,
             );
+        } else {
+            self.history.push(Event::Refused {
+                task_id: task_id.to_owned(),
+                caller: caller.to_owned(),
+                kind: AppliedKind::Cancel,
+                expected_version: None,
+                next: None,
+                answered: Vec::new(),
+                decision: answer.decision,
+                at_ms: now_ms,
+            });
         }
         Ok(answer)
     }
@@ -180,13 +250,27 @@ impl TaskStore for RecordingStore {
             if claim.attempt > 1 {
                 self.history.mark("outbox-republished");
             }
+            self.history.push(Event::Claimed {
+                task_id: claim.task_id.clone(),
+                attempt: claim.attempt,
+                status: claim.task_status,
+                version: claim.task_version,
+                at_ms: now_ms,
+            });
         }
         Ok(claims)
     }
 
     fn ack(&self, task_id: &str, attempt: u32, now_ms: u64) -> Result<bool, StoreError> {
         self.available()?;
-        self.failed("ack", task_id, self.inner.ack(task_id, attempt, now_ms))
+        let retired = self.failed("ack", task_id, self.inner.ack(task_id, attempt, now_ms))?;
+        self.history.push(Event::Acked {
+            task_id: task_id.to_owned(),
+            attempt,
+            retired,
+            at_ms: now_ms,
+        });
+        Ok(retired)
     }
 
     fn release_expired_leases(&self, now_ms: u64) -> Result<usize, StoreError> {
@@ -200,7 +284,15 @@ impl TaskStore for RecordingStore {
 
     fn sweep_expired(&self, now_ms: u64, max: usize) -> Result<usize, StoreError> {
         self.available()?;
-        self.failed("sweep_expired", "", self.inner.sweep_expired(now_ms, max))
+        let swept = self.failed("sweep_expired", "", self.inner.sweep_expired(now_ms, max))?;
+        if swept > 0 {
+            self.history.push(Event::Swept {
+                max,
+                swept,
+                at_ms: now_ms,
+            });
+        }
+        Ok(swept)
     }
 
     fn import(&self, records: &[TaskRecord]) -> Result<(), StoreError> {

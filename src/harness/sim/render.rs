@@ -60,6 +60,8 @@ fn write_event(out: &mut String, event: &Event) {
             status,
             outcome,
             expires_at_ms,
+            asked,
+            stored,
             at_ms,
         } => {
             out.push_str("Applied { task_id: ");
@@ -83,6 +85,10 @@ fn write_event(out: &mut String, event: &Event) {
             write_option_outcome(out, outcome.as_ref());
             out.push_str(", expires_at_ms: ");
             write_option_u64(out, *expires_at_ms);
+            out.push_str(", asked: ");
+            write_debug(out, asked);
+            out.push_str(", stored: ");
+            write_debug(out, stored);
             out.push_str(", at_ms: ");
             write_u64(out, *at_ms);
             out.push_str(" }");
@@ -139,6 +145,48 @@ fn write_event(out: &mut String, event: &Event) {
             write_u64(out, *at_ms);
             out.push_str(" }");
         }
+        Event::Claimed {
+            task_id,
+            attempt,
+            status,
+            version,
+            at_ms,
+        } => {
+            out.push_str("Claimed { task_id: ");
+            write_str(out, task_id);
+            out.push_str(", attempt: ");
+            write_u64(out, u64::from(*attempt));
+            out.push_str(", status: ");
+            write_debug(out, status);
+            out.push_str(", version: ");
+            write_u64(out, *version);
+            out.push_str(", at_ms: ");
+            write_u64(out, *at_ms);
+            out.push_str(" }");
+        }
+        Event::Acked {
+            task_id,
+            attempt,
+            retired,
+            at_ms,
+        } => {
+            out.push_str("Acked { task_id: ");
+            write_str(out, task_id);
+            out.push_str(", attempt: ");
+            write_u64(out, u64::from(*attempt));
+            out.push_str(if *retired {
+                ", retired: true, at_ms: "
+            } else {
+                ", retired: false, at_ms: "
+            });
+            write_u64(out, *at_ms);
+            out.push_str(" }");
+        }
+        // Rarer events: their derived `Debug` is fast enough.
+        Event::Refused { .. }
+        | Event::Swept { .. }
+        | Event::Injected { .. }
+        | Event::Runtime { .. } => write_debug(out, event),
     }
 }
 
@@ -147,6 +195,8 @@ fn write_op(out: &mut String, op: &ClientOp) {
         ClientOp::Create {
             idempotency_key,
             digest,
+            ttl_ms,
+            era,
         } => {
             out.push_str("Create { idempotency_key: ");
             match idempotency_key {
@@ -159,18 +209,21 @@ fn write_op(out: &mut String, op: &ClientOp) {
             }
             out.push_str(", digest: ");
             write_str(out, digest);
+            out.push_str(", ttl_ms: ");
+            write_option_u64(out, *ttl_ms);
+            out.push_str(", era: ");
+            write_debug(out, era);
             out.push_str(" }");
             return;
         }
-        ClientOp::List => {
-            out.push_str("List");
+        ClientOp::List { .. } | ClientOp::ProvideInput { .. } => {
+            write_debug(out, op);
             return;
         }
         ClientOp::Get { task_id } => ("Get", task_id),
         ClientOp::Result { task_id } => ("Result", task_id),
         ClientOp::GetModern { task_id } => ("GetModern", task_id),
         ClientOp::Cancel { task_id } => ("Cancel", task_id),
-        ClientOp::ProvideInput { task_id } => ("ProvideInput", task_id),
     };
     out.push_str(name);
     out.push_str(" { task_id: ");
@@ -192,7 +245,8 @@ fn write_result(out: &mut String, result: &ClientResult) {
             }
             out.push_str("] }");
         }
-        ClientResult::Fail => out.push_str("Fail"),
+        ClientResult::Fail { unavailable: true } => out.push_str("Fail { unavailable: true }"),
+        ClientResult::Fail { unavailable: false } => out.push_str("Fail { unavailable: false }"),
         ClientResult::Indeterminate => out.push_str("Indeterminate"),
     }
 }
@@ -208,6 +262,15 @@ fn write_revealed(out: &mut String, seen: &Revealed) {
     write_option_u64(out, seen.version);
     out.push_str(", outcome: ");
     write_option_outcome(out, seen.outcome.as_ref());
+    out.push_str(", fields: ");
+    match &seen.fields {
+        Some(fields) => {
+            out.push_str("Some(");
+            write_debug(out, fields);
+            out.push(')');
+        }
+        None => out.push_str("None"),
+    }
     out.push_str(" }");
 }
 
@@ -347,7 +410,8 @@ fn format_u64(buffer: &mut [u8; 20], mut value: u64) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::{Decision, TaskStatus};
+    use crate::check::{Asked, Injection, RuntimeNote, Stored, WireFields};
+    use crate::contract::{Decision, Era, TaskStatus};
     use serde_json::json;
 
     fn reference(offset_ms: u64, lane: &str, event: &Event) -> String {
@@ -389,8 +453,70 @@ mod tests {
             status: TaskStatus::InputRequired,
             version,
             outcome,
+            fields: version.map(|at| {
+                Box::new(WireFields {
+                    era: Era::Extension2026,
+                    status_message: Some("ü\"".into()),
+                    poll_interval_ms: Some(at),
+                    ttl_ms: None,
+                    created_at_ms: 1,
+                    updated_at_ms: 2,
+                    input_requests: Some(
+                        json!({ "q": { "method": "x" } })
+                            .as_object()
+                            .cloned()
+                            .expect("object"),
+                    ),
+                    malformed: Some("createdAt".into()),
+                })
+            }),
         };
         let mut events = vec![
+            Event::Claimed {
+                task_id: "t".into(),
+                attempt: 2,
+                status: TaskStatus::Working,
+                version: 1,
+                at_ms: 3,
+            },
+            Event::Acked {
+                task_id: "t".into(),
+                attempt: 2,
+                retired: true,
+                at_ms: 4,
+            },
+            Event::Acked {
+                task_id: "t".into(),
+                attempt: 1,
+                retired: false,
+                at_ms: 4,
+            },
+            Event::Refused {
+                task_id: "t".into(),
+                caller: "c".into(),
+                kind: AppliedKind::Transition,
+                expected_version: Some(1),
+                next: Some(TaskStatus::Completed),
+                answered: vec!["q".into()],
+                decision: Decision::BlockStaleVersion,
+                at_ms: 5,
+            },
+            Event::Swept {
+                max: 2,
+                swept: 1,
+                at_ms: 6,
+            },
+            Event::Injected {
+                what: Injection::IdCollision {
+                    task_id: "t".into(),
+                },
+                at_ms: 7,
+            },
+            Event::Runtime {
+                what: RuntimeNote::DuplicateAbsorbed,
+                task_id: "t".into(),
+                at_ms: 8,
+            },
             Event::Fault {
                 what: "start baseline seed 7 knobs Knobs { a: [1, 2] } sweep None".into(),
                 at_ms: 0,
@@ -426,6 +552,23 @@ mod tests {
                 status: TaskStatus::Completed,
                 outcome,
                 expires_at_ms: expected.map(|at| at * 1_000),
+                asked: Box::new(Asked::Transition {
+                    next: TaskStatus::Failed,
+                    outcome: Some(error.clone()),
+                    status_message: None,
+                    input_requests: None,
+                }),
+                stored: Box::new(Stored {
+                    created_at_ms: 1,
+                    updated_at_ms: 2,
+                    ttl_ms: expected,
+                    poll_interval_ms: None,
+                    status_message: Some("m".into()),
+                    era: Era::Core2025,
+                    cancel_requested: true,
+                    input_requests: None,
+                    input_responses: None,
+                }),
                 at_ms: 1_767_225_600_000,
             });
         }
@@ -433,10 +576,14 @@ mod tests {
             ClientOp::Create {
                 idempotency_key: Some("tenant-0/user#3".into()),
                 digest: "sha256:00ff".into(),
+                ttl_ms: Some(7),
+                era: Era::Core2025,
             },
             ClientOp::Create {
                 idempotency_key: None,
                 digest: String::new(),
+                ttl_ms: None,
+                era: Era::Extension2026,
             },
             ClientOp::Get {
                 task_id: "a".into(),
@@ -449,14 +596,19 @@ mod tests {
             },
             ClientOp::ProvideInput {
                 task_id: "d".into(),
+                responses: None,
             },
             ClientOp::GetModern {
                 task_id: "e".into(),
             },
-            ClientOp::List,
+            ClientOp::List {
+                after: Some("x".into()),
+                next_cursor: true,
+            },
         ];
         let results = [
-            ClientResult::Fail,
+            ClientResult::Fail { unavailable: true },
+            ClientResult::Fail { unavailable: false },
             ClientResult::Indeterminate,
             ClientResult::Ok {
                 decision: Decision::ListTenantFiltered,

@@ -12,7 +12,7 @@ use super::{
     recording::RecordingStore,
     tools::{Export, SimCatalog, SimNotify},
 };
-use crate::check::{self, CheckContext, Event, Violation};
+use crate::check::{self, CheckContext, Event, Injection, ServerFacts, Violation};
 use crate::mcp::{Server, ServerConfig};
 use crate::runtime::{Env, MemoryQueue, Point, Runtime, RuntimeConfig};
 use crate::store::{MemoryFactory, StoreFactory, StoreOptions, TaskStore};
@@ -289,6 +289,12 @@ pub(super) async fn simulate(
         ),
         at_ms: SimEnv.now_ms(),
     });
+    let server_facts = ServerFacts {
+        ttl_ms_default: scenario.ttl_ms,
+        ttl_ms_max: u64::MAX,
+        poll_interval_ms: scenario.poll_interval_ms,
+        list_page: 100,
+    };
     let store = Arc::new(RecordingStore {
         inner,
         history: history.clone(),
@@ -316,10 +322,10 @@ pub(super) async fn simulate(
             Arc::new(SimCatalog),
             Arc::new(SimEnv),
             ServerConfig {
-                ttl_ms_default: scenario.ttl_ms,
-                ttl_ms_max: u64::MAX,
-                poll_interval_ms: scenario.poll_interval_ms,
-                list_page: 100,
+                ttl_ms_default: server_facts.ttl_ms_default,
+                ttl_ms_max: server_facts.ttl_ms_max,
+                poll_interval_ms: server_facts.poll_interval_ms,
+                list_page: server_facts.list_page,
                 log_store_errors: false,
                 ..ServerConfig::default()
             },
@@ -396,8 +402,14 @@ pub(super) async fn simulate(
             }
             FaultKind::StoreOutage => {
                 store.up.store(false, std::sync::atomic::Ordering::SeqCst);
+                let injected = |what| Event::Injected {
+                    what,
+                    at_ms: SimEnv.now_ms(),
+                };
+                history.push_on("store", injected(Injection::StoreDown));
                 madsim::time::sleep(held).await;
                 store.up.store(true, std::sync::atomic::Ordering::SeqCst);
+                history.push_on("store", injected(Injection::StoreUp));
                 "store node back".into()
             }
         };
@@ -437,6 +449,7 @@ pub(super) async fn simulate(
         &CheckContext {
             liveness_deadline_ms: Some(liveness_deadline_ms),
             wire: true,
+            server: Some(server_facts),
         },
     );
     let trace_hash = trace_hash(&events, &lanes);

@@ -96,9 +96,10 @@ pub trait Probe: Send + Sync {
     /// Called as the runtime passes `point` for `task_id`; the runtime awaits the future.
     fn at(&self, point: Point, task_id: &str) -> BoxFuture<'static, ()>;
 
-    /// Notes that something worth counting happened (e.g. `duplicate-absorbed`); the
-    /// simulation turns these into coverage marks.
-    fn observe(&self, _what: &'static str) {}
+    /// Notes that something worth counting happened to `task_id` (e.g.
+    /// `duplicate-absorbed`); the simulation turns these into coverage marks and facts
+    /// its oracle holds to a rule.
+    fn observe(&self, _what: &'static str, _task_id: &str) {}
 }
 
 /// The production probe: returns at once.
@@ -332,13 +333,13 @@ impl Runtime {
                 self.counters
                     .duplicates_absorbed
                     .fetch_add(1, Ordering::Relaxed);
-                self.probe.observe("duplicate-absorbed");
+                self.probe.observe("duplicate-absorbed", &message.task_id);
                 self.finish(&delivery)?;
                 return Ok(WorkStep::Absorbed);
             }
             _ => {
                 // Gone or expired: nothing to run; the sweeper retires what is left.
-                self.probe.observe("expired-before-run");
+                self.probe.observe("expired-before-run", &message.task_id);
                 self.queue.ack(delivery.receipt).map_err(queue_error)?;
                 return Ok(WorkStep::Absorbed);
             }

@@ -274,7 +274,7 @@ impl TaskStore for MemoryStore {
                 attempt: row.attempt,
                 lease_expires_at_ms,
                 task_version: version,
-                task_status: status,
+                task_status: crate::store::claim_status(status),
             });
         }
         Ok(claims)

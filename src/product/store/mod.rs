@@ -645,6 +645,15 @@ pub fn replay(bound: Option<TaskRecord>) -> Result<Answer, StoreError> {
     Ok(Answer::new(Decision::ReplayTask, bound))
 }
 
+/// The task status a claim reports, as read with the entry. Every adapter reports through
+/// here (the `claim-status-stale` mutant reports `working` whatever is stored, for all).
+pub fn claim_status(stored: TaskStatus) -> TaskStatus {
+    if crate::mutants::on(crate::mutants::Mutant::ClaimStatusStale) {
+        return TaskStatus::Working;
+    }
+    stored
+}
+
 /// The contract's half of `tasks/update`, shared by every adapter: the decision on the
 /// record as read, and the record after the change when it applies (`APPLY_INPUT`).
 pub fn input_decision(

@@ -579,7 +579,7 @@ impl TaskStore for PostgresStore {
                 let columns = Columns::new(row, "outbox.task_id")?;
                 Ok(OutboxClaim {
                     task_version: columns.u64(4, "version")?,
-                    task_status: columns.status(5, "status")?,
+                    task_status: super::claim_status(columns.status(5, "status")?),
                     ..claim_from_row(&columns, lease_expires_at_ms)?
                 })
             })

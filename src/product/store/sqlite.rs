@@ -543,7 +543,7 @@ impl TaskStore for SqliteStore {
                 StoreError::Inconsistent(format!("outbox entry {} has no task", claim.task_id))
             })?;
             claim.task_version = task.version;
-            claim.task_status = task.status;
+            claim.task_status = super::claim_status(task.status);
             claims.push(claim);
         }
         transaction.commit().map_err(&failed)?;
