@@ -9,7 +9,7 @@ use tasklatch::check::{AppliedKind, CheckContext, Event, Injection, RuntimeNote,
 use tasklatch::contract::{Decision, TaskStatus};
 
 fn rules(history: &[Event]) -> Vec<&'static str> {
-    check(history, &CheckContext::default())
+    check(&consistent(history), &CheckContext::default())
         .iter()
         .map(|v| v.invariant)
         .collect()

@@ -2,12 +2,14 @@
 
 mod histories;
 
-use histories::{applied, create};
-use tasklatch::check::{AppliedKind, CheckContext, ClientOp, ClientResult, Event, Revealed, check};
-use tasklatch::contract::{Decision, TaskStatus};
+use histories::{applied, consistent, create};
+use tasklatch::check::{
+    AppliedKind, Asked, CheckContext, ClientOp, ClientResult, Event, Revealed, check,
+};
+use tasklatch::contract::{Decision, TaskOutcome, TaskStatus};
 
 fn invariants(history: &[Event]) -> Vec<&'static str> {
-    check(history, &CheckContext::default())
+    check(&consistent(history), &CheckContext::default())
         .iter()
         .map(|v| v.invariant)
         .collect()
@@ -142,7 +144,7 @@ fn liveness_names_tasks_left_unfinished() {
         wire: false,
         server: None,
     };
-    let violations = check(&history, &context);
+    let violations = check(&consistent(&history), &context);
     assert_eq!(
         violations.iter().map(|v| v.invariant).collect::<Vec<_>>(),
         ["I8"]
@@ -165,7 +167,7 @@ fn result_read(payload: serde_json::Value) -> Event {
                 auth_key: String::new(),
                 status: TaskStatus::Completed,
                 version: None,
-                outcome: Some(tasklatch::contract::TaskOutcome::Result { result: payload }),
+                outcome: Some(TaskOutcome::Result { result: payload }),
                 fields: None,
             }],
         },
@@ -181,14 +183,27 @@ fn on_the_wire_a_result_must_name_its_task() {
         server: None,
     };
     let content = serde_json::json!([{ "type": "text", "text": "done" }]);
-    let base = [applied(
+    let payload = serde_json::json!({ "content": content, "isError": false });
+    let mut done = applied(
         "t1",
-        AppliedKind::Create,
-        None,
-        1,
-        TaskStatus::Working,
-        10,
-    )];
+        AppliedKind::Transition,
+        Some(1),
+        2,
+        TaskStatus::Completed,
+        30,
+    );
+    if let Event::Applied { outcome, asked, .. } = &mut done {
+        *outcome = Some(TaskOutcome::Result {
+            result: payload.clone(),
+        });
+        if let Asked::Transition { outcome, .. } = &mut **asked {
+            *outcome = Some(TaskOutcome::Result { result: payload });
+        }
+    }
+    let base = [
+        applied("t1", AppliedKind::Create, None, 1, TaskStatus::Working, 10),
+        done,
+    ];
     let named = serde_json::json!({
         "content": content, "isError": false,
         "_meta": { "io.modelcontextprotocol/related-task": { "taskId": "t1" } }
@@ -201,7 +216,7 @@ fn on_the_wire_a_result_must_name_its_task() {
     let judge = |payload: serde_json::Value, context: &CheckContext| {
         let mut history = base.to_vec();
         history.push(result_read(payload));
-        check(&history, context)
+        check(&consistent(&history), context)
             .iter()
             .map(|v| v.invariant)
             .collect::<Vec<_>>()

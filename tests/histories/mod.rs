@@ -158,3 +158,48 @@ pub fn create_failed(unavailable: bool, at_ms: u64) -> Event {
         at_ms,
     }
 }
+
+/// The history with every applied record carrying what its task's creation set (creation
+/// time, TTL, poll interval, era), a time that never runs backwards, and a cancel's intent
+/// and message, so a test breaks only the rule it means to: `applied` alone cannot know
+/// the task's creation.
+pub fn consistent(history: &[Event]) -> Vec<Event> {
+    let mut last: std::collections::BTreeMap<String, Stored> = Default::default();
+    let mut history = history.to_vec();
+    for event in &mut history {
+        let Event::Applied {
+            task_id,
+            kind,
+            asked,
+            stored,
+            at_ms,
+            ..
+        } = event
+        else {
+            continue;
+        };
+        if let (false, Some(before)) = (*kind == AppliedKind::Create, last.get(task_id.as_str())) {
+            stored.created_at_ms = before.created_at_ms;
+            stored.updated_at_ms = before.updated_at_ms.max(*at_ms);
+            stored.ttl_ms = before.ttl_ms;
+            stored.poll_interval_ms = before.poll_interval_ms;
+            stored.era = before.era;
+            stored.cancel_requested = before.cancel_requested;
+            if matches!(
+                &**asked,
+                Asked::Transition {
+                    status_message: None,
+                    ..
+                }
+            ) {
+                stored.status_message = before.status_message.clone();
+            }
+            if *kind == AppliedKind::Cancel {
+                stored.cancel_requested = true;
+                stored.status_message = Some("cancelled by the requestor".into());
+            }
+        }
+        last.insert(task_id.clone(), (**stored).clone());
+    }
+    history
+}

@@ -16,6 +16,7 @@
 //! absorbed, claims, deliveries dropped, sweeps) each held to a rule (`accounting.rs`).
 
 mod accounting;
+mod fields;
 mod invariants;
 
 use crate::contract::{Decision, Era, InputMap, TaskOutcome, TaskStatus};
@@ -456,11 +457,13 @@ pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
         for invariant in invariants::PER_TASK {
             invariant(&task, context, &mut violations);
         }
+        fields::check_task(history, task_id, facts, &mut violations);
     }
     invariants::i4_tenant_isolation(history, &mut violations);
     invariants::i5_idempotent_admission(history, &mut violations);
     invariants::f1_explained_store_errors(history, &mut violations);
     accounting::check(history, &mut violations);
+    fields::i13_admitted_as_asked(history, context, &mut violations);
     violations
 }
 
