@@ -296,3 +296,103 @@ fn i13_an_admission_is_what_the_client_asked() {
         ["I13: admitted with ttl Some(990) (asked Some(60000), expected Some(5000))"]
     );
 }
+
+#[test]
+fn i15_an_id_names_one_task() {
+    let twice = [
+        created(),
+        applied("t1", AppliedKind::Create, None, 1, TaskStatus::Working, 30),
+    ];
+    let found: Vec<&str> = check(&consistent(&twice), &CheckContext::default())
+        .iter()
+        .map(|v| v.invariant)
+        .collect();
+    assert_eq!(
+        found,
+        ["I3", "I15"],
+        "the second creation also restarts the versions"
+    );
+}
+
+#[test]
+fn i16_a_completed_export_echoes_the_answers_it_was_given() {
+    let answers = serde_json::json!({ "q": { "action": "accept" } });
+    let mut asked = moved(2, TaskStatus::InputRequired, Some("which?"), Some("which?"));
+    let mut answered = applied(
+        "t1",
+        AppliedKind::Input,
+        Some(2),
+        3,
+        TaskStatus::Working,
+        30,
+    );
+    if let Event::Applied {
+        asked: command,
+        stored,
+        ..
+    } = &mut answered
+    {
+        **command = Asked::Input {
+            responses: answers.as_object().cloned().expect("map"),
+        };
+        stored.status_message = Some("which?".into());
+        stored.input_responses = answers.as_object().cloned();
+    }
+    if let Event::Applied { stored, .. } = &mut asked {
+        stored.status_message = Some("which?".into());
+    }
+    let done = |echo: Option<serde_json::Value>| {
+        let mut result = serde_json::json!({ "content": [], "effect": "export-t1" });
+        if let Some(echo) = echo {
+            result["answers"] = echo;
+        }
+        let outcome = TaskOutcome::Result { result };
+        let mut event = applied(
+            "t1",
+            AppliedKind::Transition,
+            Some(3),
+            4,
+            TaskStatus::Completed,
+            40,
+        );
+        if let Event::Applied {
+            outcome: stored_outcome,
+            asked,
+            stored,
+            ..
+        } = &mut event
+        {
+            *stored_outcome = Some(outcome.clone());
+            **asked = Asked::Transition {
+                next: TaskStatus::Completed,
+                outcome: Some(outcome),
+                status_message: None,
+                input_requests: None,
+            };
+            stored.status_message = Some("which?".into());
+            stored.input_responses = answers.as_object().cloned();
+        }
+        event
+    };
+    let effect = Event::Effect {
+        task_id: "t1".into(),
+        effect_id: "export-t1".into(),
+        at_ms: 35,
+    };
+    let history = |echo| {
+        vec![
+            created(),
+            asked.clone(),
+            answered.clone(),
+            effect.clone(),
+            done(echo),
+        ]
+    };
+    assert_eq!(rules(&history(Some(answers.clone()))), Vec::<String>::new());
+    let found = rules(&history(None));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with("I16: the tool's result echoes answers None"),
+        "{found:?}"
+    );
+}

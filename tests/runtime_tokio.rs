@@ -1,6 +1,7 @@
 //! The runtime (dispatcher, workers, sweeper) on real tokio over a real SQLite store:
 //! every task reaches one terminal status, each completed task has exactly one effect,
-//! cancelled tasks stay cancelled, expired tasks never run.
+//! cancelled tasks stay cancelled, expired tasks never run, a tool's completion message is
+//! kept.
 
 mod support;
 
@@ -37,11 +38,26 @@ impl Tools for Export {
         };
         Box::pin(async move {
             tokio::time::sleep(Duration::from_millis(3)).await;
-            ToolStep::Finished(TaskOutcome::Result {
+            let outcome = TaskOutcome::Result {
                 result: json!({ "content": [{ "type": "text", "text": effect_id }], "isError": false }),
-            })
+            };
+            if leaves_a_message(&task_id) {
+                return ToolStep::FinishedWithMessage {
+                    outcome,
+                    message: format!("wrote {effect_id}"),
+                };
+            }
+            ToolStep::Finished(outcome)
         })
     }
+}
+
+/// Every twelfth task's tool leaves a status message with its outcome.
+fn leaves_a_message(task_id: &str) -> bool {
+    task_id
+        .strip_prefix("task-")
+        .and_then(|n| n.parse::<usize>().ok())
+        .is_some_and(|n| n % 12 == 2)
 }
 
 fn create(store: &dyn TaskStore, n: usize, ttl_ms: Option<u64>, now_ms: u64) -> String {
@@ -159,6 +175,11 @@ async fn runtime_carries_every_task_to_one_terminal_status() {
             named.as_deref(),
             Some(sink[id][0].as_str()),
             "{id}: the result names its effect"
+        );
+        let message = leaves_a_message(id).then(|| format!("wrote {}", sink[id][0]));
+        assert_eq!(
+            task.status_message, message,
+            "{id}: the tool's message is kept"
         );
     }
     for id in &cancelled {

@@ -508,3 +508,62 @@ pub(super) fn i13_admitted_as_asked(
         }
     }
 }
+
+/// I15: an id names one task: no second creation fact for an id (an admission given an id
+/// the store holds must be refused, never answered with the existing record).
+pub(super) fn i15_one_creation_per_id(history: &[Event], out: &mut Vec<Violation>) {
+    let mut first: BTreeMap<&str, usize> = BTreeMap::new();
+    for (index, event) in history.iter().enumerate() {
+        if let Event::Applied {
+            task_id,
+            kind: AppliedKind::Create,
+            ..
+        } = event
+        {
+            if let Some(&earlier) = first.get(task_id.as_str()) {
+                out.push(violation(
+                    "I15",
+                    task_id,
+                    "a second admission under an id already holding a task".into(),
+                    vec![earlier, index],
+                ));
+            } else {
+                first.insert(task_id, index);
+            }
+        }
+    }
+}
+
+/// I16: the answers reach the tool: a completed result that names an effect echoes
+/// (`answers`) exactly the answers stored at the version its completion expected.
+pub(super) fn i16_answers_reach_the_tool(
+    history: &[Event],
+    task_id: &str,
+    facts: &TaskFacts,
+    out: &mut Vec<Violation>,
+) {
+    let records = records(history, facts);
+    for (position, (index, record, ..)) in records.iter().enumerate() {
+        let Some(TaskOutcome::Result { result }) = record.outcome else {
+            continue;
+        };
+        if record.status != TaskStatus::Completed || result.get("effect").is_none() {
+            continue;
+        }
+        let Some((_, before, ..)) = position.checked_sub(1).map(|at| &records[at]) else {
+            continue;
+        };
+        let stored = before.stored.input_responses.clone().map(Value::Object);
+        if result.get("answers") != stored.as_ref() {
+            out.push(violation(
+                "I16",
+                task_id,
+                format!(
+                    "the tool's result echoes answers {:?}, the task held {stored:?}",
+                    result.get("answers")
+                ),
+                vec![*index],
+            ));
+        }
+    }
+}

@@ -18,6 +18,7 @@
 mod accounting;
 mod fields;
 mod invariants;
+mod pages;
 
 use crate::contract::{Decision, Era, InputMap, TaskOutcome, TaskStatus};
 use std::collections::BTreeMap;
@@ -458,12 +459,15 @@ pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
             invariant(&task, context, &mut violations);
         }
         fields::check_task(history, task_id, facts, &mut violations);
+        fields::i16_answers_reach_the_tool(history, task_id, facts, &mut violations);
     }
     invariants::i4_tenant_isolation(history, &mut violations);
     invariants::i5_idempotent_admission(history, &mut violations);
     invariants::f1_explained_store_errors(history, &mut violations);
     accounting::check(history, &mut violations);
     fields::i13_admitted_as_asked(history, context, &mut violations);
+    pages::i14_list_pages(history, context, &mut violations);
+    fields::i15_one_creation_per_id(history, &mut violations);
     violations
 }
 

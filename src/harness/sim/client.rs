@@ -178,6 +178,7 @@ pub(super) async fn client(shared: Arc<Shared>, tenant: usize, era: Era) {
     }
     for n in 0..client.shared.scenario.tasks_per_tenant {
         let key = format!("{}#{n}", client.caller);
+        client.choose_ttl();
         client
             .create_with_retry(&key, &json!({ "tenant": tenant, "n": n }))
             .await;
@@ -218,6 +219,9 @@ const CREATE_ATTEMPTS_MODERN_MAX: usize = 200;
 const CANCEL_ATTEMPTS_MAX: usize = 3;
 const POLLS_PER_TASK_MAX: usize = 2_000;
 const LIST_ATTEMPTS_MAX: usize = 50;
+/// Pages a client follows through `nextCursor` (a tenant has a few tasks; page size 1 at
+/// the least).
+const LIST_PAGES_MAX: usize = 64;
 
 /// One client's state between its steps.
 struct Client {
@@ -277,6 +281,30 @@ impl Client {
 
     fn mark(&self, name: &str) {
         self.shared.history.mark(name);
+    }
+
+    /// The TTL of the next task, where the scenario offers choices (2025-11-25 clients
+    /// only: a 2026-07-28 client cannot ask for one); drawn once per task, so its retries
+    /// ask for the same.
+    fn choose_ttl(&mut self) {
+        let choices = &self.shared.scenario.faults.client_ttl_ms;
+        if choices.is_empty() || self.era != Era::Core2025 {
+            return;
+        }
+        let ttl = choices[super::faults::roll(choices.len() as u64) as usize];
+        self.task_params = match ttl {
+            Some(ttl) => {
+                self.mark("client-ttl");
+                if ttl == 0 {
+                    self.mark("ttl-zero");
+                }
+                if ttl > self.shared.server_facts.ttl_ms_max {
+                    self.mark("ttl-clamped");
+                }
+                json!({ "ttl": ttl })
+            }
+            None => json!({}),
+        };
     }
 
     /// Whether this answer is lost on its way back (the knob's chance).
@@ -656,24 +684,36 @@ impl Client {
         }
     }
 
-    /// Lists its tasks (retrying while the store is down, bounded) and returns the live
-    /// ones it never heard of.
+    /// Lists its tasks (retrying while the store is down, bounded; following every
+    /// `nextCursor`) and returns the live ones it never heard of.
     async fn adopt_from_list(&self) -> Vec<String> {
-        let mut listed = None;
-        for _attempt in 0..LIST_ATTEMPTS_MAX {
-            match self.rpc("tasks/list", json!({})).await {
-                Reply::Result(page) => {
-                    listed = Some(page);
-                    break;
-                }
-                _ => {
-                    let interval = self.shared.scenario.poll_interval_ms;
-                    madsim::time::sleep(Duration::from_millis(interval)).await
+        let mut pages = Vec::new();
+        let mut cursor: Option<String> = None;
+        'pages: for _page in 0..LIST_PAGES_MAX {
+            let mut params = json!({});
+            if let Some(cursor) = &cursor {
+                params["cursor"] = json!(cursor);
+            }
+            for _attempt in 0..LIST_ATTEMPTS_MAX {
+                match self.rpc("tasks/list", params.clone()).await {
+                    Reply::Result(page) => {
+                        cursor = page["nextCursor"].as_str().map(str::to_owned);
+                        pages.push(page);
+                        if cursor.is_none() {
+                            break 'pages;
+                        }
+                        continue 'pages;
+                    }
+                    _ => {
+                        let interval = self.shared.scenario.poll_interval_ms;
+                        madsim::time::sleep(Duration::from_millis(interval)).await
+                    }
                 }
             }
+            break;
         }
         let mut adopted = Vec::new();
-        for task in listed
+        for task in pages
             .iter()
             .flat_map(|page| page["tasks"].as_array())
             .flatten()
@@ -689,20 +729,57 @@ impl Client {
         adopted
     }
 
-    /// A final `tasks/list`, recorded for the oracle (I4: only its own tasks).
+    /// A final `tasks/list`, every page recorded for the oracle (I4: only its own tasks;
+    /// I14: each page exactly what follows the last).
     async fn list(&self) {
-        if let Reply::Result(page) = self.rpc("tasks/list", json!({})).await {
-            let revealed = page["tasks"]
+        let mut cursor: Option<String> = None;
+        let mut after: Option<String> = None;
+        for page_number in 0..LIST_PAGES_MAX {
+            let mut params = json!({});
+            if let Some(cursor) = &cursor {
+                params["cursor"] = json!(cursor);
+            }
+            let Reply::Result(page) = self.rpc("tasks/list", params).await else {
+                return;
+            };
+            let revealed: Vec<Revealed> = page["tasks"]
                 .as_array()
                 .into_iter()
                 .flatten()
                 .filter_map(|task| revealed_of_wire(task, None, Era::Core2025))
                 .collect();
+            cursor = page["nextCursor"].as_str().map(str::to_owned);
+            self.mark_page(page_number, revealed.len(), cursor.is_some());
             let op = ClientOp::List {
-                after: None,
-                next_cursor: page.get("nextCursor").is_some(),
+                after: after.clone(),
+                next_cursor: cursor.is_some(),
             };
+            after = revealed.last().map(|seen| seen.task_id.clone());
             self.answered(op, Decision::ListTenantFiltered, revealed);
+            if cursor.is_none() {
+                return;
+            }
+        }
+    }
+
+    /// Coverage of a list page: the page size asked, pages followed, a full last page.
+    fn mark_page(&self, page_number: usize, shown: usize, more: bool) {
+        let asked = self.shared.server_facts.list_page;
+        let limit = asked.clamp(1, crate::store::LIST_LIMIT_MAX);
+        if page_number == 0 {
+            match asked {
+                0 => self.mark("list-page:zero"),
+                1 => self.mark("list-page:1"),
+                crate::store::LIST_LIMIT_MAX => self.mark("list-page:max"),
+                over if over > crate::store::LIST_LIMIT_MAX => self.mark("list-page:over-max"),
+                _ => {}
+            }
+        }
+        if page_number > 0 {
+            self.mark("list-multi-page");
+        }
+        if !more && shown == limit {
+            self.mark("list-exact-boundary");
         }
     }
 }

@@ -3,7 +3,7 @@
 //! node at the runtime's named points.
 
 use super::SimEnv;
-use super::scenario::{FaultKind, Knobs, PlannedFault, Scenario};
+use super::scenario::{Breadth, FaultKind, Knobs, PlannedFault, Scenario};
 use super::{history::History, world::Sweep};
 use crate::check::{Event, RuntimeNote};
 use crate::runtime::{
@@ -33,6 +33,29 @@ pub(super) fn draw_knobs(scenario: &Scenario) -> Knobs {
         delivery_delay_ms_max: pick(&faults.delivery_delay_ms_max),
         cross_tenant_percent: pick(&faults.cross_tenant_percent),
         key_reuse_percent: pick(&faults.key_reuse_percent),
+    }
+}
+
+/// Draws the breadth knobs of one run: after every other draw, and only from lists with a
+/// choice to make (a single choice is taken without a draw, an absent list is off), so a
+/// scenario that offers none draws nothing and replays as before they existed.
+pub(super) fn draw_breadth(scenario: &Scenario) -> Breadth {
+    fn choose<T: Copy>(choices: &[T]) -> Option<T> {
+        match choices.len() {
+            0 => None,
+            1 => Some(choices[0]),
+            n => Some(choices[roll(n as u64) as usize]),
+        }
+    }
+    let faults = &scenario.faults;
+    Breadth {
+        tool_error_percent: choose(&faults.tool_error_percent).unwrap_or(0),
+        protocol_error_percent: choose(&faults.protocol_error_percent).unwrap_or(0),
+        status_message_percent: choose(&faults.status_message_percent).unwrap_or(0),
+        id_collision_percent: choose(&faults.id_collision_percent).unwrap_or(0),
+        server_poll_interval_ms: choose(&faults.server_poll_interval_ms),
+        list_page: choose(&faults.list_page),
+        sweep_batch: choose(&faults.sweep_batch),
     }
 }
 

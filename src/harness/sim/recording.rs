@@ -2,7 +2,7 @@
 //! the store node's outages.
 
 use super::history::History;
-use crate::check::{AppliedKind, Asked, Event, Stored};
+use crate::check::{AppliedKind, Asked, Event, Injection, Stored};
 use crate::contract::{Decision, Negotiated, TaskRecord, TaskStatus};
 use crate::store::{
     Answer, CreateCommand, InputCommand, ListPage, ListQuery, OutboxClaim, StoreError, TaskStore,
@@ -19,6 +19,11 @@ pub(super) struct RecordingStore {
     /// False while the store node is down: every operation fails before touching state
     /// (a transaction in flight is lost whole; committed state survives).
     pub(super) up: std::sync::atomic::AtomicBool,
+    /// Chance (percent) that an admission is given the id of a task already issued: the
+    /// store must refuse it (`Duplicate`), never answer with the existing record.
+    pub(super) id_collision_percent: u64,
+    /// Ids of the tasks admitted so far, in order.
+    pub(super) issued: std::sync::Mutex<Vec<String>>,
 }
 
 impl RecordingStore {
@@ -38,6 +43,34 @@ impl RecordingStore {
             });
         }
         result
+    }
+
+    /// The command with the id of a task the store holds, at the knob's chance (the draws
+    /// are made only when the knob is on and an id was issued), recorded as an injected
+    /// fault.
+    fn collide(&self, command: &CreateCommand) -> Option<CreateCommand> {
+        if self.id_collision_percent == 0 {
+            return None;
+        }
+        let issued = self.issued.lock().expect("issued ids");
+        if issued.is_empty() || super::faults::roll(100) >= self.id_collision_percent {
+            return None;
+        }
+        let task_id = issued[super::faults::roll(issued.len() as u64) as usize].clone();
+        // Only an id the store still holds (expired or not): a swept one is free again.
+        if !matches!(self.inner.read(&task_id), Ok(Some(_))) {
+            return None;
+        }
+        self.history.push(Event::Injected {
+            what: Injection::IdCollision {
+                task_id: task_id.clone(),
+            },
+            at_ms: command.now_ms,
+        });
+        Some(CreateCommand {
+            task_id,
+            ..command.clone()
+        })
     }
 
     pub(super) fn available(&self) -> Result<(), StoreError> {
@@ -89,7 +122,20 @@ impl RecordingStore {
 impl TaskStore for RecordingStore {
     fn create(&self, command: &CreateCommand) -> Result<Answer, StoreError> {
         self.available()?;
-        let answer = self.failed("create", &command.task_id, self.inner.create(command))?;
+        let collided = self.collide(command);
+        let command = collided.as_ref().unwrap_or(command);
+        let result = self.inner.create(command);
+        if collided.is_some()
+            && let Err(StoreError::Duplicate { .. }) = &result
+        {
+            self.history.mark("id-collision-refused");
+            return result;
+        }
+        let answer = self.failed("create", &command.task_id, result)?;
+        if answer.decision == Decision::AcceptTask {
+            let mut issued = self.issued.lock().expect("issued ids");
+            issued.push(command.task_id.clone());
+        }
         match (answer.decision, &answer.record) {
             (Decision::AcceptTask, Some(record)) => {
                 let asked = Asked::Create {
@@ -250,6 +296,9 @@ impl TaskStore for RecordingStore {
             if claim.attempt > 1 {
                 self.history.mark("outbox-republished");
             }
+            if claim.task_status.is_terminal() {
+                self.history.mark("claim-of-finished-task");
+            }
             self.history.push(Event::Claimed {
                 task_id: claim.task_id.clone(),
                 attempt: claim.attempt,
@@ -286,6 +335,9 @@ impl TaskStore for RecordingStore {
         self.available()?;
         let swept = self.failed("sweep_expired", "", self.inner.sweep_expired(now_ms, max))?;
         if swept > 0 {
+            if swept == max {
+                self.history.mark("sweep-full-batch");
+            }
             self.history.push(Event::Swept {
                 max,
                 swept,

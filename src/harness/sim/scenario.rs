@@ -43,6 +43,24 @@ pub const KNOWN_MARKS: &[&str] = &[
     "input-provided-by-update",
     "modern-client",
     "task-adopted-from-list",
+    "tool-error",
+    "protocol-error",
+    "status-message-set",
+    "input-asked",
+    "client-ttl",
+    "ttl-clamped",
+    "ttl-zero",
+    "server-poll-interval",
+    "list-page:1",
+    "list-page:max",
+    "list-page:over-max",
+    "list-page:zero",
+    "list-multi-page",
+    "list-exact-boundary",
+    "sweep-full-batch",
+    "id-collision-refused",
+    "claim-of-finished-task",
+    "answers-echoed",
 ];
 
 /// One scenario file: a workload, its faults and phases, the default seeds and the
@@ -66,6 +84,9 @@ pub struct Scenario {
     pub tool_ms: [u64; 2],
     /// Requested TTL of every task; `null`: never expires.
     pub ttl_ms: Option<u64>,
+    /// The longest TTL the server grants (requests are clamped to it); absent: no bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms_max: Option<u64>,
     /// How often clients poll a task, in ms (plus up to half again of jitter); also the
     /// `pollInterval` the server answers with.
     pub poll_interval_ms: u64,
@@ -111,6 +132,58 @@ pub struct Plan {
     /// (plans written before eras).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub client_eras: Vec<Era>,
+    /// The run's breadth knobs (failing tools, page and sweep sizes, id collisions); all
+    /// off in plans written before they existed.
+    #[serde(default, skip_serializing_if = "Breadth::is_off")]
+    pub breadth: Breadth,
+}
+
+/// Knobs that widen what a run exercises rather than break it: tools that fail or leave
+/// a message, the server's poll interval and list page, the sweeper's batch, admissions
+/// given an id already issued. Drawn from the scenario's `faults` choices, after every
+/// other draw and only where a scenario offers them, so older scenarios replay as before.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Breadth {
+    /// Chance (percent, by task id) that the export tool ends in a tool error.
+    #[serde(default)]
+    pub tool_error_percent: u64,
+    /// Chance (percent, by task id) that the export tool ends in a JSON-RPC error.
+    #[serde(default)]
+    pub protocol_error_percent: u64,
+    /// Chance (percent, by task id) that a completed export leaves a status message.
+    #[serde(default)]
+    pub status_message_percent: u64,
+    /// Chance (percent) that an admission is given the id of a task already issued.
+    #[serde(default)]
+    pub id_collision_percent: u64,
+    /// The server's `pollInterval`; absent: the scenario's `poll_interval_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_poll_interval_ms: Option<u64>,
+    /// The server's `tasks/list` page size asked of the store (0 and sizes past the
+    /// store's maximum included: the store clamps); absent: 100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_page: Option<usize>,
+    /// The sweeper's batch; absent: 64.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep_batch: Option<usize>,
+}
+
+impl Breadth {
+    /// Whether every knob is off (what plans before breadth existed mean).
+    pub fn is_off(&self) -> bool {
+        *self == Breadth::default()
+    }
+
+    /// The percentages, by field name, for validation and shrinking.
+    pub(crate) fn percents_mut(&mut self) -> [(&'static str, &mut u64); 4] {
+        [
+            ("tool_error_percent", &mut self.tool_error_percent),
+            ("protocol_error_percent", &mut self.protocol_error_percent),
+            ("status_message_percent", &mut self.status_message_percent),
+            ("id_collision_percent", &mut self.id_collision_percent),
+        ]
+    }
 }
 
 /// One fault the supervisor injects during the safety phase.
@@ -235,6 +308,31 @@ pub struct Faults {
     /// Chance (percent) that a client reuses an idempotency key for a different request
     /// (the store must refuse it as a collision).
     pub key_reuse_percent: Vec<u64>,
+    /// Choices of [`Breadth::tool_error_percent`]; absent: never.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_error_percent: Vec<u64>,
+    /// Choices of [`Breadth::protocol_error_percent`]; absent: never.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protocol_error_percent: Vec<u64>,
+    /// Choices of [`Breadth::status_message_percent`]; absent: never.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub status_message_percent: Vec<u64>,
+    /// Choices of [`Breadth::id_collision_percent`]; absent: never.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub id_collision_percent: Vec<u64>,
+    /// Choices of [`Breadth::server_poll_interval_ms`]; absent: the scenario's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_poll_interval_ms: Vec<u64>,
+    /// Choices of [`Breadth::list_page`]; absent: 100.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub list_page: Vec<usize>,
+    /// Choices of [`Breadth::sweep_batch`]; absent: 64.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweep_batch: Vec<usize>,
+    /// The TTL a 2025-11-25 client asks for, drawn per task (`null`: none, the server's
+    /// default); absent: the scenario's `ttl_ms`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_ttl_ms: Vec<Option<u64>>,
 }
 
 impl Scenario {
@@ -373,6 +471,50 @@ impl Scenario {
                 return fail(field, format!("{bad} is above {max}"));
             }
         }
+        for (field, choices, max) in [
+            ("faults.tool_error_percent", &faults.tool_error_percent, 100),
+            (
+                "faults.protocol_error_percent",
+                &faults.protocol_error_percent,
+                100,
+            ),
+            (
+                "faults.status_message_percent",
+                &faults.status_message_percent,
+                100,
+            ),
+            (
+                "faults.id_collision_percent",
+                &faults.id_collision_percent,
+                100,
+            ),
+            (
+                "faults.server_poll_interval_ms",
+                &faults.server_poll_interval_ms,
+                3_600_000,
+            ),
+        ] {
+            if let Some(bad) = choices.iter().find(|choice| **choice > max) {
+                return fail(field, format!("{bad} is above {max}"));
+            }
+        }
+        // Page and batch sizes may be 0 or past the store's maximum: the store and the
+        // runtime clamp them, and that is the edge a scenario means to reach.
+        for (field, choices) in [
+            ("faults.list_page", &faults.list_page),
+            ("faults.sweep_batch", &faults.sweep_batch),
+        ] {
+            if let Some(bad) = choices.iter().find(|choice| **choice > 100_000) {
+                return fail(field, format!("{bad} is above 100000"));
+            }
+        }
+        if let Some(Some(bad)) = faults
+            .client_ttl_ms
+            .iter()
+            .find(|ttl| ttl.is_some_and(|ttl| ttl > 1_000_000_000_000))
+        {
+            return fail("faults.client_ttl_ms", format!("{bad} is above 10^12"));
+        }
         for (field, range) in [
             ("faults.clock_jump_ms", faults.clock_jump_ms),
             ("faults.store_outage_ms", faults.store_outage_ms),
@@ -422,6 +564,12 @@ impl Scenario {
         for (field, percent) in knobs.percents_mut() {
             if *percent > 100 {
                 return Err(("plan.knobs", format!("{field}: {percent} is above 100")));
+            }
+        }
+        let mut breadth = plan.breadth.clone();
+        for (field, percent) in breadth.percents_mut() {
+            if *percent > 100 {
+                return Err(("plan.breadth", format!("{field}: {percent} is above 100")));
             }
         }
         for (index, fault) in plan.faults.iter().enumerate() {

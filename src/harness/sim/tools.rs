@@ -3,6 +3,7 @@
 
 use super::SimEnv;
 use super::history::History;
+use super::scenario::Breadth;
 use crate::check::Event;
 use crate::contract::{TaskOutcome, TaskRecord, TaskSupport};
 use crate::mcp::tools::{Catalog, ToolSpec};
@@ -13,11 +14,44 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// The export tool: works a while, then commits one effect per task into the sink.
+/// The export tool: works a while, then commits one effect per task into the sink. With
+/// the run's breadth knobs, some tasks (chosen by a hash of their id, so no draw is made)
+/// end in a tool error or a JSON-RPC error instead, or leave a status message; a task
+/// that was answered echoes the answers it was given in its result.
 pub(super) struct Export {
     pub(super) sink: Arc<Mutex<BTreeMap<String, String>>>,
     pub(super) history: Arc<History>,
     pub(super) tool_ms: (u64, u64),
+    pub(super) breadth: Breadth,
+}
+
+/// How a task's run ends, decided by its id.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    Done { with_message: bool },
+    ToolError,
+    ProtocolError,
+}
+
+impl Export {
+    fn ending(&self, task_id: &str) -> Ending {
+        // FNV-1a: stable across runs and platforms, unlike the std hasher.
+        let hash = task_id
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+                (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+            });
+        let breadth = &self.breadth;
+        if hash % 100 < breadth.tool_error_percent {
+            Ending::ToolError
+        } else if hash / 100 % 100 < breadth.protocol_error_percent {
+            Ending::ProtocolError
+        } else {
+            Ending::Done {
+                with_message: hash / 10_000 % 100 < breadth.status_message_percent,
+            }
+        }
+    }
 }
 
 impl Tools for Export {
@@ -29,14 +63,37 @@ impl Tools for Export {
         // version moves past 1 once asked), exercising working <-> input_required.
         let asks_for_input = invocation.task.version == 1
             && invocation.task.task_id.bytes().map(u64::from).sum::<u64>() % 4 == 0;
+        let ending = self.ending(&invocation.task.task_id);
+        let answers = invocation.task.input_responses;
         let task_id = invocation.task.task_id;
         Box::pin(async move {
             if asks_for_input {
                 madsim::time::sleep(Duration::from_millis(low.max(1))).await;
+                history.mark("input-asked");
                 return ToolStep::NeedsInput(columns_question());
             }
             let work_ms = low + madsim::rand::random::<u64>() % (high - low + 1);
             madsim::time::sleep(Duration::from_millis(work_ms)).await;
+            let with_message = match ending {
+                Ending::ToolError => {
+                    history.mark("tool-error");
+                    return ToolStep::Finished(TaskOutcome::Result {
+                        result: json!({
+                            "content": [{ "type": "text", "text": "export failed: the disk is full" }],
+                            "isError": true,
+                        }),
+                    });
+                }
+                Ending::ProtocolError => {
+                    history.mark("protocol-error");
+                    return ToolStep::Finished(TaskOutcome::RpcError {
+                        code: -32_000,
+                        message: "export failed".into(),
+                        data: Some(json!({ "disk": "full", "n": 1_u64 << 60 })),
+                    });
+                }
+                Ending::Done { with_message } => with_message,
+            };
             // Idempotent per task: a redelivered task finds its effect and reuses it.
             let effect_id = {
                 let mut sink = sink.lock().expect("sink");
@@ -57,13 +114,24 @@ impl Tools for Export {
                     }
                 }
             };
-            ToolStep::Finished(TaskOutcome::Result {
-                result: json!({
-                    "content": [{ "type": "text", "text": format!("exported as {effect_id}") }],
-                    "effect": effect_id,
-                    "isError": false,
-                }),
-            })
+            let mut result = json!({
+                "content": [{ "type": "text", "text": format!("exported as {effect_id}") }],
+                "effect": effect_id,
+                "isError": false,
+            });
+            if let Some(answers) = answers {
+                history.mark("answers-echoed");
+                result["answers"] = serde_json::Value::Object(answers);
+            }
+            let outcome = TaskOutcome::Result { result };
+            if with_message {
+                history.mark("status-message-set");
+                return ToolStep::FinishedWithMessage {
+                    outcome,
+                    message: format!("exported as {effect_id}"),
+                };
+            }
+            ToolStep::Finished(outcome)
         })
     }
 }

@@ -3,10 +3,10 @@
 //! injects faults during a safety phase and then lets the system heal (liveness phase).
 
 use super::SimEnv;
-use super::scenario::{FaultKind, Knobs, Plan, Scenario};
+use super::scenario::{Breadth, FaultKind, Knobs, Plan, Scenario};
 use super::{
     client::client,
-    faults::{FaultyQueue, SimProbe, draw_eras, draw_faults, draw_knobs},
+    faults::{FaultyQueue, SimProbe, draw_breadth, draw_eras, draw_faults, draw_knobs},
     history::History,
     outcome::{SimOutcome, trace_hash},
     recording::RecordingStore,
@@ -174,6 +174,9 @@ pub(super) fn on_sim_thread<T>(run: impl FnOnce() -> T) -> std::thread::Result<T
 pub(super) struct Shared {
     pub(super) scenario: Scenario,
     pub(super) knobs: Knobs,
+    pub(super) breadth: Breadth,
+    /// The server's settings, as the oracle is told them.
+    pub(super) server_facts: ServerFacts,
     pub(super) store: Arc<RecordingStore>,
     pub(super) queue: Arc<FaultyQueue>,
     pub(super) sink: Arc<Mutex<BTreeMap<String, String>>>,
@@ -196,6 +199,7 @@ impl Shared {
                 sink: self.sink.clone(),
                 history: self.history.clone(),
                 tool_ms: (self.scenario.tool_ms[0], self.scenario.tool_ms[1]),
+                breadth: self.breadth.clone(),
             }),
             Arc::new(SimEnv),
             Arc::new(SimProbe {
@@ -215,7 +219,7 @@ impl Shared {
                 idle_ms: 40,
                 dispatch_batch: 8,
                 sweep_every_ms: 500,
-                sweep_batch: 64,
+                sweep_batch: self.breadth.sweep_batch.unwrap_or(64),
                 retry_after_ms: 50,
             },
         ))
@@ -274,16 +278,23 @@ pub(super) async fn simulate(
         knobs: draw_knobs(&scenario),
         faults: draw_faults(&scenario),
         client_eras: draw_eras(&scenario),
+        breadth: draw_breadth(&scenario),
     };
     let mut plan = scenario.plan.clone().unwrap_or(drawn.clone());
     if plan.client_eras.is_empty() {
         plan.client_eras = drawn.client_eras;
     }
     let knobs = plan.knobs.clone();
+    let breadth = plan.breadth.clone();
     *history.plan.lock().expect("plan") = Some(plan.clone());
+    let breadth_words = if breadth.is_off() {
+        String::new()
+    } else {
+        format!(" breadth {breadth:?}")
+    };
     history.push(Event::Fault {
         what: format!(
-            "start {} seed {seed} knobs {knobs:?} faults {} sweep {sweep:?}",
+            "start {} seed {seed} knobs {knobs:?}{breadth_words} faults {} sweep {sweep:?}",
             scenario.name,
             plan.faults.len()
         ),
@@ -291,19 +302,28 @@ pub(super) async fn simulate(
     });
     let server_facts = ServerFacts {
         ttl_ms_default: scenario.ttl_ms,
-        ttl_ms_max: u64::MAX,
-        poll_interval_ms: scenario.poll_interval_ms,
-        list_page: 100,
+        ttl_ms_max: scenario.ttl_ms_max.unwrap_or(u64::MAX),
+        poll_interval_ms: breadth
+            .server_poll_interval_ms
+            .unwrap_or(scenario.poll_interval_ms),
+        list_page: breadth.list_page.unwrap_or(100),
     };
+    if server_facts.poll_interval_ms != scenario.poll_interval_ms {
+        history.mark("server-poll-interval");
+    }
     let store = Arc::new(RecordingStore {
         inner,
         history: history.clone(),
         up: std::sync::atomic::AtomicBool::new(true),
+        id_collision_percent: breadth.id_collision_percent,
+        issued: Mutex::new(Vec::new()),
     });
     let faults_on = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let shared = Arc::new(Shared {
         scenario: scenario.clone(),
         knobs: knobs.clone(),
+        breadth: breadth.clone(),
+        server_facts,
         store: store.clone(),
         queue: Arc::new(FaultyQueue {
             inner: MemoryQueue::default(),

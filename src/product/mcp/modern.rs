@@ -534,16 +534,9 @@ impl Server {
                 .call_with_input(name, arguments, &responses)
                 .await
             {
-                ToolStep::Finished(TaskOutcome::Result { result }) => Ok(complete(result)),
-                ToolStep::Finished(TaskOutcome::RpcError {
-                    code,
-                    message,
-                    data,
-                }) => Err(RpcError {
-                    code,
-                    message,
-                    data,
-                }),
+                ToolStep::Finished(outcome) | ToolStep::FinishedWithMessage { outcome, .. } => {
+                    super::server::answer_of(outcome).map(complete)
+                }
                 ToolStep::NeedsInput(ask) => {
                     Ok(json!({ "resultType": "input_required", "inputRequests": ask.requests }))
                 }

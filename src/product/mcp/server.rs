@@ -524,7 +524,9 @@ impl Server {
             }
             Decision::AcceptNormal => {
                 match self.tools.call(name, arguments, None).await {
-                    ToolStep::Finished(outcome) => answer_of(outcome),
+                    ToolStep::Finished(outcome) | ToolStep::FinishedWithMessage { outcome, .. } => {
+                        answer_of(outcome)
+                    }
                     // Input can only be asked of a task's requestor.
                     ToolStep::NeedsInput(ask) => Ok(json!({
                         "content": [{ "type": "text", "text": ask.message }],
@@ -968,7 +970,7 @@ pub(super) fn admitted(answer: crate::store::Answer) -> Result<TaskRecord, RpcEr
 }
 
 /// A tool's outcome as a JSON-RPC answer: its result, or its error.
-fn answer_of(outcome: TaskOutcome) -> Result<Value, RpcError> {
+pub(super) fn answer_of(outcome: TaskOutcome) -> Result<Value, RpcError> {
     match outcome {
         TaskOutcome::Result { result } => Ok(result),
         TaskOutcome::RpcError {

@@ -126,6 +126,16 @@ pub struct Invocation {
 pub enum ToolStep {
     /// The request's final outcome (an `isError` result or an RPC error means `failed`).
     Finished(TaskOutcome),
+    /// The final outcome, with a status message the task keeps (e.g. "exported 1,204
+    /// rows"); synchronous calls have no task to keep it and answer as [`Finished`].
+    ///
+    /// [`Finished`]: ToolStep::Finished
+    FinishedWithMessage {
+        /// The outcome, as in [`ToolStep::Finished`].
+        outcome: TaskOutcome,
+        /// The task's `statusMessage` from now on.
+        message: String,
+    },
     /// The tool needs the requestor first: the task moves to `input_required` with these
     /// questions, and runs again (with the answers in `Invocation::task.input_responses`)
     /// once they are answered.
@@ -358,8 +368,9 @@ impl Runtime {
             .await;
         self.counters.effects_run.fetch_add(1, Ordering::Relaxed);
         self.probe.at(Point::AfterEffect, &task.task_id).await;
-        let outcome = match step {
-            ToolStep::Finished(outcome) => outcome,
+        let (outcome, message) = match step {
+            ToolStep::Finished(outcome) => (outcome, None),
+            ToolStep::FinishedWithMessage { outcome, message } => (outcome, Some(message)),
             ToolStep::NeedsInput(ask) => {
                 let mut requests = ask.requests;
                 if let Some(answered) = &task.input_responses {
@@ -368,7 +379,7 @@ impl Runtime {
                 if requests.is_empty() {
                     // Nothing new to ask: a tool bug, which must not strand the task.
                     return self
-                        .complete(&delivery, &task, tool_asked_nothing(&task.task_id))
+                        .complete(&delivery, &task, tool_asked_nothing(&task.task_id), None)
                         .await;
                 }
                 let asked = self.store.transition(&TransitionCommand {
@@ -388,7 +399,7 @@ impl Runtime {
                 return self.retry_later(&delivery);
             }
         };
-        self.complete(&delivery, &task, outcome).await
+        self.complete(&delivery, &task, outcome, message).await
     }
 
     /// Writes a run's outcome as the task's terminal status, at the version the worker
@@ -398,6 +409,7 @@ impl Runtime {
         delivery: &Delivery,
         task: &TaskRecord,
         outcome: TaskOutcome,
+        status_message: Option<String>,
     ) -> Result<WorkStep, StoreError> {
         let next = match &outcome {
             TaskOutcome::Result { result }
@@ -415,7 +427,7 @@ impl Runtime {
             expected_version: task.version,
             next,
             outcome: Some(outcome),
-            status_message: None,
+            status_message,
             now_ms: self.env.now_ms(),
             input_requests: None,
         })?;
