@@ -5,13 +5,15 @@
 //!
 //! The bugs are the kinds a store written from the trait's documentation gets wrong:
 //! fields dropped or rewritten on the way out, page and batch edges, the data an outbox
-//! claim carries, the lifetime of an idempotency key, and task id collisions.
+//! claim carries, the lifetime of an idempotency key, and task id collisions. The last
+//! eight are store bugs the simulation once passed blind (an error taken for an outage,
+//! fields no scenario reached): the suite now reaches each of them too.
 
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use tasklatch::conformance;
-use tasklatch::contract::{Decision, Negotiated, TaskOutcome, TaskRecord};
+use tasklatch::contract::{Decision, Era, Negotiated, TaskOutcome, TaskRecord, TaskStatus};
 use tasklatch::store::{
     Answer, CreateCommand, InputCommand, LIST_LIMIT_MAX, ListPage, ListQuery, MemoryStore,
     OutboxClaim, StoreError, StoreOptions, TaskStore, TransitionCommand, WrappedRequest,
@@ -54,6 +56,16 @@ enum Bug {
     OverwritesOnIdCollision,
     CollisionBindsKey,
     ImportPartialOnInnerDuplicate,
+    // Found blind by the simulation before its fault accounting and field checks (each
+    // passed the suite as it was then).
+    ReplayErrsOnHashKey,
+    FailedFromInputDropsOutcome,
+    InputToWorkingKeepsMessage,
+    PollIntervalOnlyWithTtl,
+    ModernTtlDropped,
+    AnswerKeepsUpdatedAt,
+    CursorBeforeExpiredTail,
+    SweepOneShort,
 }
 
 /// Each bug and the new check that must kill it.
@@ -98,6 +110,14 @@ const TABLE: &[(Bug, &str)] = &[
     (Bug::OverwritesOnIdCollision, "task_id_collisions"),
     (Bug::CollisionBindsKey, "task_id_collisions"),
     (Bug::ImportPartialOnInnerDuplicate, "task_id_collisions"),
+    (Bug::ReplayErrsOnHashKey, "idempotent_creation"),
+    (Bug::FailedFromInputDropsOutcome, "transitions_round_trip"),
+    (Bug::InputToWorkingKeepsMessage, "transitions_round_trip"),
+    (Bug::PollIntervalOnlyWithTtl, "created_records_round_trip"),
+    (Bug::ModernTtlDropped, "created_records_round_trip"),
+    (Bug::AnswerKeepsUpdatedAt, "input_round_trip"),
+    (Bug::CursorBeforeExpiredTail, "list_page_edges"),
+    (Bug::SweepOneShort, "claim_and_sweep_bounds"),
 ];
 
 /// What the wrapper remembers beside the inner store (for the bugs that need it).
@@ -117,6 +137,8 @@ struct Memo {
     overwritten: HashMap<String, (TaskRecord, WrappedRequest)>,
     /// (caller, key) of creates refused as duplicates.
     ghost_keys: HashMap<(String, String), String>,
+    /// Task ids whose outcome is shown as none.
+    dropped_outcome: BTreeSet<String>,
 }
 
 struct Buggy {
@@ -159,7 +181,14 @@ impl Buggy {
                     *data = None;
                 }
             }
+            Some(Bug::PollIntervalOnlyWithTtl) if record.ttl_ms.is_none() => {
+                record.poll_interval_ms = None
+            }
+            Some(Bug::ModernTtlDropped) if record.era == Era::Extension2026 => record.ttl_ms = None,
             _ => {}
+        }
+        if memo.dropped_outcome.contains(&record.task_id) {
+            record.outcome = None;
         }
         record
     }
@@ -253,6 +282,19 @@ impl TaskStore for Buggy {
             }
         }
         let answer = match self.inner.create(&forwarded) {
+            Ok(answer)
+                if answer.decision == Decision::ReplayTask
+                    && self.is(Bug::ReplayErrsOnHashKey)
+                    && command
+                        .idempotency_key
+                        .as_ref()
+                        .is_some_and(|key| key.contains('#')) =>
+            {
+                return Err(StoreError::Backend {
+                    operation: "replay a task",
+                    cause: "a key with '#' was looked up unescaped".into(),
+                });
+            }
             Err(StoreError::Duplicate { task_id }) => {
                 if self.is(Bug::OverwritesOnIdCollision) {
                     let record = command.admission_record(command.request.digest());
@@ -288,7 +330,24 @@ impl TaskStore for Buggy {
     }
 
     fn transition(&self, command: &TransitionCommand) -> Result<Answer, StoreError> {
+        let before = self.inner.read(&command.task_id)?;
         let answer = self.inner.transition(command)?;
+        let from_input = before
+            .as_ref()
+            .is_some_and(|before| before.status == TaskStatus::InputRequired);
+        if answer.decision == Decision::ApplyTransition && from_input {
+            let mut memo = self.memo.lock().unwrap();
+            if self.is(Bug::FailedFromInputDropsOutcome) && command.next == TaskStatus::Failed {
+                memo.dropped_outcome.insert(command.task_id.clone());
+            }
+            if self.is(Bug::InputToWorkingKeepsMessage)
+                && command.next == TaskStatus::Working
+                && command.status_message.is_some()
+            {
+                let kept = before.and_then(|before| before.status_message);
+                memo.shown_message.insert(command.task_id.clone(), kept);
+            }
+        }
         if answer.decision == Decision::ApplyTransition && self.is(Bug::UpdatedAtRunsBackwards) {
             self.memo
                 .lock()
@@ -326,7 +385,18 @@ impl TaskStore for Buggy {
     }
 
     fn answer_input(&self, command: &InputCommand) -> Result<Answer, StoreError> {
+        let before = self.inner.read(&command.task_id)?;
         let answer = self.inner.answer_input(command)?;
+        if answer.decision == Decision::ApplyInput
+            && self.is(Bug::AnswerKeepsUpdatedAt)
+            && let Some(before) = before
+        {
+            self.memo
+                .lock()
+                .unwrap()
+                .shown_updated
+                .insert(command.task_id.clone(), before.updated_at_ms);
+        }
         Ok(self.out_answer(answer))
     }
 
@@ -368,6 +438,15 @@ impl TaskStore for Buggy {
             if rest.tasks.len() == 1 {
                 page.next_cursor = None;
             }
+        }
+        if self.is(Bug::CursorBeforeExpiredTail) && page.next_cursor.is_none() {
+            // Counts the caller's tasks as if none had expired: an expired tail keeps the
+            // cursor of the page before it.
+            let unexpired = self.inner.list(&ListQuery {
+                now_ms: 0,
+                ..query.clone()
+            })?;
+            page.next_cursor = unexpired.next_cursor;
         }
         page.tasks = page
             .tasks
@@ -460,6 +539,9 @@ impl TaskStore for Buggy {
                 }
                 swept += more;
             }
+        }
+        if self.is(Bug::SweepOneShort) && (2..1_000).contains(&max) {
+            return self.inner.sweep_expired(now_ms, max - 1);
         }
         self.inner.sweep_expired(now_ms, max)
     }

@@ -10,7 +10,8 @@
 //! contract itself constructs — [`CreateCommand::admission_record`] after a create,
 //! [`applied_transition`] and [`cancelled_record`] after a write, the records given to
 //! `import` — through every view (`create`'s answer, `read`, `get`, `result`, `list`, and
-//! the outbox claim with its exact request), and probe each bound at its edge: list limits
+//! the outbox claim with its exact request; [`input_decision`] after an answer), and probe
+//! each bound at its edge: list limits
 //! 0, 1, N, N+1 and past [`LIST_LIMIT_MAX`]; expiry at exactly `now == expires_at`; claim
 //! `max` 0, 1 and past [`CLAIM_BATCH_MAX`]; leases at exactly their end; sweep `max` 0, 1
 //! and `usize::MAX`; an idempotency key's lifetime (bound while its task lives, terminal
@@ -35,9 +36,9 @@ use crate::fixture::{
 };
 pub use crate::store::StoreFactory;
 use crate::store::{
-    CLAIM_BATCH_MAX, CreateCommand, LIST_LIMIT_MAX, ListQuery, OutboxClaim, StoreError,
-    StoreOptions, TaskStore, TransitionCommand, WrappedRequest, applied_transition,
-    cancelled_record,
+    CLAIM_BATCH_MAX, CreateCommand, InputCommand, LIST_LIMIT_MAX, ListQuery, OutboxClaim,
+    StoreError, StoreOptions, TaskStore, TransitionCommand, WrappedRequest, applied_transition,
+    cancelled_record, input_decision,
 };
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -124,6 +125,10 @@ pub const CHECKS: &[Check] = &[
     Check {
         name: "list_page_edges",
         run: list_page_edges,
+    },
+    Check {
+        name: "input_round_trip",
+        run: input_round_trip,
     },
     Check {
         name: "claims_carry_what_was_stored",
@@ -524,6 +529,22 @@ fn idempotent_creation(factory: &dyn StoreFactory) -> Result<String, String> {
     let mut sync = command(ALICE, "i7", Some("k"), "2026-07", 16);
     sync.task_requested = false;
     create_ok(&*store, &sync, Decision::AcceptNormal)?;
+    // Keys as clients write them: a tenant path and a counter.
+    let hashed = create_ok(
+        &*store,
+        &command(ALICE, "i8", Some("tenant-a/alice#3"), "2026-06", 17),
+        Decision::AcceptTask,
+    )?;
+    let hashed_replay = create_ok(
+        &*store,
+        &command(ALICE, "i9", Some("tenant-a/alice#3"), "2026-06", 18),
+        Decision::ReplayTask,
+    )?;
+    same(
+        "a key with '#' and '/' replays its task",
+        hashed_replay.record,
+        hashed.record,
+    )?;
     for (id, exists) in [
         ("i1", true),
         ("i2", false),
@@ -532,6 +553,8 @@ fn idempotent_creation(factory: &dyn StoreFactory) -> Result<String, String> {
         ("i5", true),
         ("i6", true),
         ("i7", false),
+        ("i8", true),
+        ("i9", false),
     ] {
         same(
             &format!("{id} stored"),
@@ -539,7 +562,10 @@ fn idempotent_creation(factory: &dyn StoreFactory) -> Result<String, String> {
             exists,
         )?;
     }
-    Ok("replay, collision, per-caller keys, keyless and synchronous calls".into())
+    Ok(
+        "replay, collision, per-caller keys, keys with '#' and '/', keyless and synchronous calls"
+            .into(),
+    )
 }
 
 fn outbox_written_with_task(factory: &dyn StoreFactory) -> Result<String, String> {
@@ -1350,7 +1376,21 @@ fn varied_commands(base_ms: u64) -> Vec<CreateCommand> {
     empty.request.arguments = Some(json!({}));
     empty.ttl_ms = Some(u64::from(u32::MAX) * 4);
     empty.poll_interval_ms = Some(u64::from(u32::MAX) + 1);
-    vec![rich, bare, scalar, empty]
+    // 2026-07-28: answers given at admission (multi round-trip input) are kept; an empty
+    // set of answers is none.
+    let mut modern = command(BOB, "f-modern", Some("m#1"), "2026-06", base_ms + 2);
+    modern.era = crate::contract::Era::Extension2026;
+    modern.ttl_ms = Some(1_234);
+    modern.poll_interval_ms = Some(250);
+    modern.input_responses =
+        json!({ "confirm": { "action": "accept", "content": { "ok": true } } })
+            .as_object()
+            .cloned();
+    let mut modern_empty = command(CAROL, "f-modern-empty", None, "2026-06", base_ms + 1);
+    modern_empty.era = crate::contract::Era::Extension2026;
+    modern_empty.poll_interval_ms = Some(7);
+    modern_empty.input_responses = Some(serde_json::Map::new());
+    vec![rich, bare, scalar, empty, modern, modern_empty]
 }
 
 fn created_records_round_trip(factory: &dyn StoreFactory) -> Result<String, String> {
@@ -1567,6 +1607,9 @@ fn transitions_round_trip(factory: &dyn StoreFactory) -> Result<String, String> 
         "t-completed-bare",
         "t-cancel",
         "t-cancel-input",
+        "t-input-message",
+        "t-failed-input",
+        "t-completed-input",
     ]
     .into_iter()
     .enumerate()
@@ -1675,6 +1718,58 @@ fn transitions_round_trip(factory: &dyn StoreFactory) -> Result<String, String> 
         apply_exactly(&*store, &by_id(&command.task_id), command, view_ms)?;
         steps += 1;
     }
+    // Questions: hostile ones asked, then working again with a new message (questions
+    // cleared); failed from input_required; completed from input_required (questions kept).
+    let questions = |id: &str| {
+        let mut ask = step(
+            id,
+            1,
+            TaskStatus::InputRequired,
+            None,
+            Some("¿columnas? «\"ü\"»"),
+            base_ms + 900,
+        );
+        ask.input_requests = json!({
+            "columns": { "method": "elicitation/create", "params": hostile_arguments() },
+            "ключ 🔑": { "method": "sampling/createMessage", "params": { "n": u64::MAX } },
+        })
+        .as_object()
+        .cloned();
+        ask
+    };
+    for (id, next, outcome, message) in [
+        (
+            "t-input-message",
+            TaskStatus::Working,
+            None,
+            Some("answered: going on"),
+        ),
+        (
+            "t-failed-input",
+            TaskStatus::Failed,
+            Some(TaskOutcome::RpcError {
+                code: -32_000,
+                message: "gave up waiting".into(),
+                data: Some(json!({ "disk": "full", "n": 1_u64 << 60 })),
+            }),
+            None,
+        ),
+        (
+            "t-completed-input",
+            TaskStatus::Completed,
+            Some(rich_outcome()),
+            Some("finished without an answer"),
+        ),
+    ] {
+        let asked = apply_exactly(&*store, &by_id(id), &questions(id), view_ms)?;
+        apply_exactly(
+            &*store,
+            &asked,
+            &step(id, 2, next, outcome, message, base_ms + 901),
+            view_ms,
+        )?;
+        steps += 2;
+    }
     // Requestor cancels, from working and from input_required with a message.
     let input = apply_exactly(
         &*store,
@@ -1705,6 +1800,166 @@ fn transitions_round_trip(factory: &dyn StoreFactory) -> Result<String, String> 
     }
     Ok(format!(
         "{steps} applied writes: answer, read, get, result and list equal applied_transition / cancelled_record"
+    ))
+}
+
+/// Answers to a task's questions (`answer_input`), each compared with the contract's
+/// [`input_decision`] through every view: partial then full answers (merged with the
+/// answers given at admission), an unknown key ignored, a clock running backwards, a
+/// task no longer waiting, a terminal task, another caller's and an expired task.
+fn input_round_trip(factory: &dyn StoreFactory) -> Result<String, String> {
+    let store = fresh(factory)?;
+    let base_ms = 1_700_000_000_000;
+    let view_ms = base_ms + 1_000;
+    let map = |value: Value| value.as_object().cloned().expect("an object");
+    let mut admitted = Vec::new();
+    for (at, id) in ["u-main", "u-done", "u-short"].into_iter().enumerate() {
+        let mut cmd = command(ALICE, id, Some(id), "2026-06", base_ms + at as u64);
+        cmd.era = crate::contract::Era::Extension2026;
+        cmd.ttl_ms = Some(if id == "u-short" { 500 } else { 3_600_000 });
+        cmd.input_responses = Some(map(json!({ "given": { "action": "accept" } })));
+        let answer = create_ok(&*store, &cmd, Decision::AcceptTask)?;
+        admitted.push(answer.record.ok_or("ACCEPT_TASK without a record")?);
+    }
+    let ask = |record: &TaskRecord, now_ms: u64| {
+        let mut ask = step(
+            &record.task_id,
+            record.version,
+            TaskStatus::InputRequired,
+            None,
+            Some("two questions"),
+            now_ms,
+        );
+        ask.input_requests = Some(map(json!({
+            "q0": { "method": "elicitation/create", "params": { "message": "ü?" } },
+            "q1": { "method": "elicitation/create", "params": hostile_arguments() },
+        })));
+        apply_exactly(&*store, record, &ask, view_ms)
+    };
+    let mut answers = 0;
+    let mut answer = |record: &TaskRecord,
+                      caller: &str,
+                      responses: Value,
+                      now_ms: u64,
+                      decision: Decision|
+     -> Result<TaskRecord, String> {
+        let command = InputCommand {
+            task_id: record.task_id.clone(),
+            caller: caller.into(),
+            responses: map(responses),
+            now_ms,
+        };
+        let keys: Vec<&String> = command.responses.keys().collect();
+        let when = format!("answer {keys:?} by {caller} at {now_ms}");
+        let (want_decision, want) = input_decision(&command, Some(record));
+        same(
+            &format!("task {}: {when}: the contract decides", record.task_id),
+            want_decision,
+            decision,
+        )?;
+        let got = store
+            .answer_input(&command)
+            .map_err(store_err("answer_input"))?;
+        same(
+            &format!("task {}: {when}: decision", record.task_id),
+            got.decision,
+            decision,
+        )?;
+        answers += 1;
+        match want {
+            Some(after) => {
+                same_record(&format!("{when}: answer"), &after, got.record.as_ref())?;
+                every_view(&*store, &after, view_ms, &when)?;
+                Ok(after)
+            }
+            None => {
+                let stored = store.read(&record.task_id).map_err(store_err("read"))?;
+                same_record(&format!("{when}: unchanged"), record, stored.as_ref())?;
+                Ok(record.clone())
+            }
+        }
+    };
+    let accept = |text: &str| json!({ "action": "accept", "content": { "text": text } });
+    let main = ask(&admitted[0], base_ms + 100)?;
+    let main = answer(
+        &main,
+        ALICE,
+        json!({ "zz": accept("?") }),
+        base_ms + 110,
+        Decision::IgnoreInput,
+    )?;
+    let main = answer(
+        &main,
+        ALICE,
+        json!({ "q0": accept("erste ✓"), "zz": accept("ignored") }),
+        base_ms + 120,
+        Decision::ApplyInput,
+    )?;
+    same(
+        "after a partial answer, status",
+        main.status,
+        TaskStatus::InputRequired,
+    )?;
+    // The clock runs backwards: lastUpdatedAt stays; the last answer moves to working.
+    let main = answer(
+        &main,
+        ALICE,
+        json!({ "q1": accept("zweite") }),
+        base_ms + 50,
+        Decision::ApplyInput,
+    )?;
+    same(
+        "after every answer, status",
+        main.status,
+        TaskStatus::Working,
+    )?;
+    answer(
+        &main,
+        ALICE,
+        json!({ "q0": accept("again") }),
+        base_ms + 130,
+        Decision::IgnoreInput,
+    )?;
+    answer(
+        &main,
+        BOB,
+        json!({ "q0": accept("stolen") }),
+        base_ms + 140,
+        Decision::BlockAuth,
+    )?;
+    // A terminal task keeps its open questions and takes no answer.
+    let done = ask(&admitted[1], base_ms + 100)?;
+    let done = apply_exactly(
+        &*store,
+        &done,
+        &step(
+            "u-done",
+            done.version,
+            TaskStatus::Completed,
+            outcome_for(TaskStatus::Completed, "u-done"),
+            None,
+            base_ms + 150,
+        ),
+        view_ms,
+    )?;
+    answer(
+        &done,
+        ALICE,
+        json!({ "q0": accept("late") }),
+        base_ms + 160,
+        Decision::AlreadyTerminal,
+    )?;
+    // An expired task takes no answer either (it expires at base + 2 + 500).
+    let short = ask(&admitted[2], base_ms + 100)?;
+    answer(
+        &short,
+        ALICE,
+        json!({ "q0": accept("late") }),
+        base_ms + 502,
+        Decision::BlockExpired,
+    )?;
+    Ok(format!(
+        "{answers} answers: partial, full, unknown key, backwards clock, not waiting, foreign, terminal, expired; answer, read, get, result and list equal input_decision"
     ))
 }
 
@@ -1889,6 +2144,8 @@ fn list_page_edges(factory: &dyn StoreFactory) -> Result<String, String> {
         admit(ALICE, "a2", 101, None),
         admit(BOB, "b0", 100, None),
         admit(BOB, "b1", 100, None),
+        // Last in order, expires at 300: at 300 a page ending at b1 is the last one.
+        admit(BOB, "bx", 101, Some(199)),
     ];
     // One more than a page can ever hold, for the clamp.
     records.extend((0..=LIST_LIMIT_MAX).map(|n| admit(CAROL, &format!("c{n:04}"), 50, None)));
@@ -1943,6 +2200,8 @@ fn list_page_edges(factory: &dyn StoreFactory) -> Result<String, String> {
     )?;
     pages_are(&*store, BOB, 2, 300, &[&["b0", "b1"]])?;
     pages_are(&*store, BOB, 1, 300, &[&["b0"], &["b1"]])?;
+    pages_are(&*store, BOB, 2, 299, &[&["b0", "b1"], &["bx"]])?;
+    pages_are(&*store, BOB, 3, 299, &[&["b0", "b1", "bx"]])?;
     pages_are(&*store, "tenant-d/dave", 10, 300, &[&[]])?;
     pages_are(&*store, "tenant-d/dave", 0, 300, &[&[]])?;
     // The clamp: LIST_LIMIT_MAX at most, whatever is asked; the one left over follows.
@@ -1964,7 +2223,7 @@ fn list_page_edges(factory: &dyn StoreFactory) -> Result<String, String> {
         300,
         &[&carol[..LIST_LIMIT_MAX - 1], &carol[LIST_LIMIT_MAX - 1..]],
     )?;
-    Ok("limits 0, 1, 2, 4, N, N+1, MAX-1, MAX, MAX+1, usize::MAX; empty list; expiry at now == expires_at".into())
+    Ok("limits 0, 1, 2, 4, N, N+1, MAX-1, MAX, MAX+1, usize::MAX; empty list; expiry at now == expires_at, mid-list and at a page's tail".into())
 }
 
 fn claims_carry_what_was_stored(factory: &dyn StoreFactory) -> Result<String, String> {
@@ -2271,6 +2530,22 @@ fn claim_and_sweep_bounds(factory: &dyn StoreFactory) -> Result<String, String> 
         before.into_iter().collect::<Vec<_>>(),
         vec!["s3"],
     )?;
+    // A bounded sweep with more due than it may take: exactly its bound, then the rest.
+    let crowded = fresh(factory)?;
+    for id in ["d0", "d1", "d2"] {
+        let mut cmd = command(ALICE, id, None, "2026-06", 0);
+        cmd.ttl_ms = Some(100);
+        create_ok(&*crowded, &cmd, Decision::AcceptTask)?;
+    }
+    for (max, swept) in [(2, 2), (2, 1), (2, 0)] {
+        same(
+            &format!("sweep_expired(200, {max}) with 3 due at first"),
+            crowded
+                .sweep_expired(200, max)
+                .map_err(store_err("sweep"))?,
+            swept,
+        )?;
+    }
     same(
         "only the unexpired task's outbox entry is left",
         claimed_ids(
@@ -2281,7 +2556,7 @@ fn claim_and_sweep_bounds(factory: &dyn StoreFactory) -> Result<String, String> 
         vec!["s3".to_owned()],
     )?;
     Ok(format!(
-        "claim max 0, 1, {}, usize::MAX over {count} entries; leases at their end; sweep max 0, 1, usize::MAX in expiry order",
+        "claim max 0, 1, {}, usize::MAX over {count} entries; leases at their end; sweep max 0, 1, 2 (3 due), usize::MAX in expiry order",
         CLAIM_BATCH_MAX + 10
     ))
 }
