@@ -1,29 +1,88 @@
 //! The proptest state machine: a store driven by interleaved `(actor, operation)` steps and
-//! compared, step by step, with a reference model of the contract.
+//! compared, step by step and field by field, with a reference model of the contract.
 //!
-//! Actors are clients of [`TENANTS`] tenants (create with or without an idempotency key,
-//! get, result, cancel, list with and without a cursor, list with another tenant's cursor)
-//! and [`WORKERS`] workers (claim an outbox entry, write a status with the version they
-//! saw — possibly stale — or with another tenant's key, crash), plus the sweeper and clock
-//! advances. Interleaving happens at store-operation granularity, which is where stale
-//! versions, broken latches and cross-tenant reads live; inside one operation is loom's
-//! job, timing and crashes the simulation's.
+//! Actors are clients of [`TENANTS`] tenants and [`WORKERS`] workers, plus the sweeper, the
+//! lease reaper and clock advances:
 //!
-//! The model is written apart from `contract::guard_*`: it states the rules again, plainly,
-//! so a mutant planted in the guards is caught by the disagreement. After every step the
-//! whole store is read back and compared with the model, so a store that answered right
-//! but wrote wrong is caught too. A failure shrinks (proptest-state-machine drops and
-//! simplifies steps) to a short sequence.
+//! - clients create (with or without an idempotency key; the TTL, `pollInterval`, era and
+//!   answers given at admission drawn; sometimes with an id already issued, which the store
+//!   must refuse with `StoreError::Duplicate` while that task exists and admit afresh once
+//!   it was swept), get, result, cancel, answer input requests (`tasks/update`: open keys,
+//!   answered ones, a key never asked), and list (page sizes from 0 to past
+//!   [`LIST_LIMIT_MAX`], with no cursor, their own, or another tenant's);
+//! - workers claim outbox entries (0 or 1 per call), write a status with the version they
+//!   saw at the claim or made with their last write — possibly stale — or with another
+//!   tenant's key (a status message of four kinds; an outcome of four shapes on a terminal
+//!   status; questions on `input_required`), ack a terminal write, or crash;
+//! - the sweeper deletes at most `max` expired tasks, in `(expires_at, task id)` order;
+//!   the reaper frees lapsed leases.
+//!
+//! Steps are aimed where they tell something: a step on one task mostly addresses a task
+//! that exists and comes from its owner; answers come often, and mostly to a task that
+//! asks, while one does; a worker whose task asks often goes back to work unanswered.
+//! Creates are the most frequent step, so a case holds several tasks per tenant.
+//!
+//! Interleaving happens at store-operation granularity, which is where stale versions,
+//! broken latches and cross-tenant reads live; inside one operation is loom's job, timing
+//! and crashes the simulation's.
+//!
+//! The model is written apart from `contract::guard_*` and from the record builders
+//! (`CreateCommand::admission_record`, `store::applied_transition`,
+//! `store::cancelled_record`, `TaskRecord::with_input`, `store::input_decision`): it states
+//! the rules again, plainly, so a mutant planted in a guard or a builder is caught by the
+//! disagreement. Every answer that carries a record is compared in full, every
+//! `TaskRecord` field ([`ModelView`]); a list page task by task; a claim with every
+//! `OutboxClaim` field; refusals, sweeps and lease releases by their counts. After every
+//! step the whole store is read back and every live task compared in full, so a store that
+//! answered right but wrote wrong is caught too. A mismatch names the fields that differ;
+//! a failure shrinks (proptest-state-machine drops and simplifies steps) to a short
+//! sequence.
+//!
+//! The rules, as the model restates them (the contract's, read from `store` and
+//! `contract::record`):
+//!
+//! - **admission**: `working`, version 1, `created_at = updated_at = now`, `ttl` and
+//!   `pollInterval` as asked, `expires_at = now + ttl` (saturating; none without a TTL),
+//!   the era as asked, the answers given at admission only if there is at least one, no
+//!   message, outcome or questions, no cancellation intent; the correlation id and
+//!   idempotency key as sent. An id that exists (expired or not) is refused as a duplicate
+//!   and nothing changes — the expired task whose key the call would rebind keeps it.
+//! - **transition**: status `next`, version + 1, `updated_at = max(updated_at, now)`; the
+//!   outcome is the command's on a terminal status (`cancelled` included); a new message
+//!   replaces the old one (`""` included), none keeps it; the questions are the command's
+//!   on `input_required`, none on `working`, and kept otherwise (a task that ends while it
+//!   asks keeps its open questions); answers are kept.
+//! - **cancel**: a transition to `cancelled` that sets the cancellation intent and the
+//!   message `store::CANCEL_MESSAGE`; outcome and questions untouched.
+//! - **answer input**: located like a write (not found → not yours → expired), then a
+//!   terminal task is `ALREADY_TERMINAL`; a task not in `input_required` with open
+//!   questions, or an answer with no open key, is `IGNORE_INPUT` (nothing changes); else
+//!   `APPLY_INPUT`: each answered open key leaves the questions and joins the answers
+//!   (other keys are ignored), version + 1, `updated_at = max(updated_at, now)`, and once
+//!   no question is open the task is `working` with none.
+//! - **list**: the page size is clamped to `1..=LIST_LIMIT_MAX`; a next cursor comes only
+//!   when more tasks follow the page.
+//! - **claim**: the ready entries (unacked, lease free or lapsed) oldest first by
+//!   `(created_at, task id)`, at most `max`; **release** frees every unacked lease lapsed
+//!   at `now` and counts them; **sweep** deletes the `max` first expired tasks by
+//!   `(expires_at, task id)`, with their keys and outbox entries.
+//!
+//! A worker never asks a question the task holds an answer to (the store's precondition,
+//! which it does not check: the record's invariants would panic), so a write to
+//! `input_required` asks `q0` and `q1` less those answered, and is not generated when both
+//! are.
 
-use crate::contract::{Decision, Negotiated, TaskOutcome, TaskStatus, TaskSupport};
+use crate::contract::{
+    Decision, Era, InputMap, Negotiated, TaskOutcome, TaskRecord, TaskStatus, TaskSupport,
+};
 use crate::store::{
-    CreateCommand, ListQuery, StoreError, StoreFactory, StoreOptions, TaskStore, TransitionCommand,
-    WrappedRequest,
+    CANCEL_MESSAGE, CreateCommand, InputCommand, LIST_LIMIT_MAX, ListQuery, OutboxClaim,
+    StoreError, StoreFactory, StoreOptions, TaskStore, TransitionCommand, WrappedRequest,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// Tenants (clients) in a case.
@@ -32,8 +91,6 @@ pub const TENANTS: u8 = 3;
 pub const WORKERS: u8 = 2;
 /// Steps per case at most (the everyday run; shrinking only shortens).
 pub const STEPS_MAX: usize = 40;
-/// A list page holds this many tasks, so cursors are exercised with few tasks.
-pub const PAGE_LIMIT: usize = 2;
 /// How long a claim's lease lasts.
 pub const LEASE_MS: u64 = 400;
 /// The fixed seed of the everyday run (`PROPTEST_RNG_SEED` overrides it in the tests).
@@ -41,7 +98,21 @@ pub const EVERYDAY_SEED: u64 = 0x7a5c_1a7c;
 /// An address no task ever has.
 const MISSING_TASK: &str = "t-missing";
 /// The time-to-live a create asks for, by the step's choice.
-const TTL_CHOICES_MS: [Option<u64>; 3] = [None, Some(300), Some(3_000)];
+const TTL_CHOICES_MS: [Option<u64>; 5] = [None, Some(0), Some(300), Some(1_234), Some(3_000)];
+/// The `pollInterval` a create suggests, by the step's choice.
+const POLL_CHOICES_MS: [Option<u64>; 4] = [None, Some(0), Some(250), Some(1 << 40)];
+/// The status message a write carries, by the step's choice.
+const MESSAGE_CHOICES: [Option<&str>; 4] = [None, Some(""), Some("m"), Some("ü✓")];
+/// Page sizes a list asks for: 0 and past the maximum are clamped by the store.
+const LIST_LIMITS: [usize; 6] = [0, 1, 2, 3, LIST_LIMIT_MAX, LIST_LIMIT_MAX + 1];
+/// How many tasks a sweep may delete.
+const SWEEP_MAXES: [usize; 4] = [0, 1, 2, usize::MAX];
+/// The questions a write to `input_required` asks (less those the task holds answers to).
+const QUESTIONS: [&str; 2] = ["q0", "q1"];
+/// An answer key no write ever asks.
+const UNASKED: &str = "q-unasked";
+/// The tool every create calls.
+const TOOL: &str = "export";
 
 /// One step: an actor and what it does.
 #[derive(Clone, Debug, PartialEq)]
@@ -72,7 +143,17 @@ pub enum Step {
         /// Negotiated capability bits (1 tools/call, 2 cancel, 4 list).
         negotiated: u8,
     },
-    /// A client lists its tasks, one page of [`PAGE_LIMIT`].
+    /// A client answers a task's input requests with `tasks/update`.
+    AnswerInput {
+        /// The client's tenant, `0..TENANTS`.
+        tenant: u8,
+        /// Which task, as for [`Step::Get`].
+        task: u8,
+        /// Which keys it answers: bit 0 `q0`, bit 1 `q1`, bit 2 a key never asked (0: an
+        /// empty answer).
+        keys: u8,
+    },
+    /// A client lists its tasks, one page.
     List {
         /// The client's tenant, `0..TENANTS`.
         tenant: u8,
@@ -80,29 +161,43 @@ pub enum Step {
         negotiated: u8,
         /// Which cursor the request carries.
         cursor: CursorUse,
+        /// The page size asked for (the store clamps it to `1..=LIST_LIMIT_MAX`).
+        limit: usize,
     },
-    /// A worker claims the oldest ready outbox entry (unacked, lease free or lapsed).
+    /// A worker claims the oldest ready outbox entries (unacked, lease free or lapsed).
     Claim {
         /// The worker, `0..WORKERS`.
         worker: u8,
+        /// At most this many (0 or 1); the worker holds the one it got.
+        max: usize,
     },
     /// The worker writes `next` with the version it claimed at; `foreign` writes with
     /// another tenant's key instead of the task's own.
     Write {
         /// The worker, `0..WORKERS`; it must hold a claim.
         worker: u8,
-        /// Index (mod 4) into completed, failed, input_required, working.
+        /// Index (mod 5) into completed, failed, input_required, working, cancelled.
         next: u8,
         /// Write as the next tenant instead of the task's owner.
         foreign: bool,
+        /// The status message sent (`None` keeps the stored one).
+        message: Option<&'static str>,
+        /// With a terminal `next`, the outcome sent: index (mod 4) into a result, an
+        /// `isError` result, a JSON-RPC error with data and one without.
+        outcome: u8,
     },
     /// A worker crashes: its claim is dropped unacked, the lease left to lapse.
     Crash {
         /// The worker, `0..WORKERS`; it must hold a claim.
         worker: u8,
     },
-    /// The sweeper deletes every expired task.
-    Sweep,
+    /// The reaper frees every lapsed lease.
+    Release,
+    /// The sweeper deletes expired tasks.
+    Sweep {
+        /// At most this many.
+        max: usize,
+    },
     /// The clock moves forward.
     Advance {
         /// How far, in ms.
@@ -127,6 +222,16 @@ pub struct CreateStep {
     pub negotiated: u8,
     /// Index into `TTL_CHOICES_MS`.
     pub ttl: u8,
+    /// Index into `POLL_CHOICES_MS`.
+    pub poll: u8,
+    /// The era of the request.
+    pub era: Era,
+    /// The answers the request brings: index (mod 4) into none, an empty set, one key no
+    /// question uses, and `q1` (which no write then asks).
+    pub responses: u8,
+    /// Reuse an id already issued (the `collide`-th most recent, as [`Step::Get`] counts)
+    /// instead of a fresh one; `None` (or no id issued yet): a fresh id.
+    pub collide: Option<u8>,
 }
 
 /// Which cursor a list step sends.
@@ -140,12 +245,17 @@ pub enum CursorUse {
     Foreign,
 }
 
-const WRITE_TARGETS: [TaskStatus; 4] = [
+const WRITE_TARGETS: [TaskStatus; 5] = [
     TaskStatus::Completed,
     TaskStatus::Failed,
     TaskStatus::InputRequired,
     TaskStatus::Working,
+    TaskStatus::Cancelled,
 ];
+
+fn write_target(next: u8) -> TaskStatus {
+    WRITE_TARGETS[usize::from(next) % WRITE_TARGETS.len()]
+}
 
 fn negotiated_of(bits: u8) -> Negotiated {
     Negotiated {
@@ -167,25 +277,380 @@ fn caller_of(tenant: u8) -> String {
     format!("tenant-{tenant}")
 }
 
+fn key_of(key: u8) -> String {
+    format!("key-{key}")
+}
+
+fn ttl_of(choice: u8) -> Option<u64> {
+    TTL_CHOICES_MS[usize::from(choice) % TTL_CHOICES_MS.len()]
+}
+
+fn poll_of(choice: u8) -> Option<u64> {
+    POLL_CHOICES_MS[usize::from(choice) % POLL_CHOICES_MS.len()]
+}
+
+/// The request a create with argument set `args` wraps.
+fn request_of(args: u8) -> WrappedRequest {
+    WrappedRequest {
+        method: "tools/call".into(),
+        name: TOOL.into(),
+        arguments: Some(json!({ "n": args })),
+    }
+}
+
+/// Answers by key, as the model keeps them (ordered, whatever `InputMap` is).
+pub type Answers = BTreeMap<String, Value>;
+
+fn input_map(answers: &Answers) -> InputMap {
+    answers
+        .iter()
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
+}
+
+fn answers_of(map: &InputMap) -> Answers {
+    map.iter()
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
+}
+
+/// The answers a create brings, by [`CreateStep::responses`].
+fn admission_answers(choice: u8) -> Option<Answers> {
+    match choice % 4 {
+        0 => None,
+        1 => Some(Answers::new()),
+        2 => Some(Answers::from([("region".to_owned(), json!("eu"))])),
+        _ => Some(Answers::from([(
+            QUESTIONS[1].to_owned(),
+            json!({ "early": true }),
+        )])),
+    }
+}
+
+/// The outcome a terminal write sends, by the `outcome` of a [`Step::Write`].
+fn outcome_of(choice: u8) -> TaskOutcome {
+    match choice % 4 {
+        0 => TaskOutcome::Result {
+            result: json!({ "content": [{ "type": "text", "text": "done" }], "isError": false }),
+        },
+        1 => TaskOutcome::Result {
+            result: json!({ "content": [], "isError": true }),
+        },
+        2 => TaskOutcome::RpcError {
+            code: -32603,
+            message: "tool crashed".into(),
+            data: Some(json!({ "detail": "ü✓", "retry": false })),
+        },
+        _ => TaskOutcome::RpcError {
+            code: -32602,
+            message: "bad arguments".into(),
+            data: None,
+        },
+    }
+}
+
+/// The question a write asks under `key`.
+fn question_of(key: &str) -> Value {
+    json!({ "method": "elicitation/create", "ask": key })
+}
+
+/// The answer a client gives to `key` at `now_ms`.
+fn answer_of(key: &str, now_ms: u64) -> Value {
+    json!({ "answer": key, "at": now_ms })
+}
+
+/// The keys a [`Step::AnswerInput`] answers, in order.
+fn answered_keys(keys: u8) -> Vec<&'static str> {
+    [QUESTIONS[0], QUESTIONS[1], UNASKED]
+        .into_iter()
+        .enumerate()
+        .filter(|(bit, _)| keys & (1 << bit) != 0)
+        .map(|(_, key)| key)
+        .collect()
+}
+
+/// `field: store …, model …` for every named field in which `$got` and `$want` differ,
+/// joined with `; `.
+macro_rules! field_differences {
+    ($got:expr, $want:expr, $($field:ident),* $(,)?) => {{
+        let mut out: Vec<String> = Vec::new();
+        $(
+            if $got.$field != $want.$field {
+                out.push(format!(
+                    "{}: store {:?}, model {:?}",
+                    stringify!($field),
+                    $got.$field,
+                    $want.$field
+                ));
+            }
+        )*
+        out.join("; ")
+    }};
+}
+
+/// Everything a store's record says about a task, as the model states it: every
+/// [`TaskRecord`] field (the digest as text, the input maps ordered).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelView {
+    /// `TaskRecord::task_id`.
+    pub task_id: String,
+    /// `TaskRecord::auth_key`: the owner's caller.
+    pub auth_key: String,
+    /// `TaskRecord::method`.
+    pub method: String,
+    /// `TaskRecord::tool_name`.
+    pub tool_name: String,
+    /// `TaskRecord::request_digest`, as text.
+    pub request_digest: String,
+    /// `TaskRecord::idempotency_key`.
+    pub idempotency_key: Option<String>,
+    /// `TaskRecord::status`.
+    pub status: TaskStatus,
+    /// `TaskRecord::version`.
+    pub version: u64,
+    /// `TaskRecord::created_at_ms`.
+    pub created_at_ms: u64,
+    /// `TaskRecord::updated_at_ms`.
+    pub updated_at_ms: u64,
+    /// `TaskRecord::expires_at_ms`.
+    pub expires_at_ms: Option<u64>,
+    /// `TaskRecord::ttl_ms`.
+    pub ttl_ms: Option<u64>,
+    /// `TaskRecord::poll_interval_ms`.
+    pub poll_interval_ms: Option<u64>,
+    /// `TaskRecord::cancel_requested`.
+    pub cancel_requested: bool,
+    /// `TaskRecord::outcome`.
+    pub outcome: Option<TaskOutcome>,
+    /// `TaskRecord::status_message`.
+    pub status_message: Option<String>,
+    /// `TaskRecord::correlation_id`.
+    pub correlation_id: String,
+    /// `TaskRecord::era`.
+    pub era: Era,
+    /// `TaskRecord::input_requests`.
+    pub input_requests: Option<Answers>,
+    /// `TaskRecord::input_responses`.
+    pub input_responses: Option<Answers>,
+}
+
+impl ModelView {
+    /// A store's record as a view. Every field is named, so a field added to
+    /// [`TaskRecord`] does not compile here until the model states it too.
+    pub fn of(record: &TaskRecord) -> ModelView {
+        let TaskRecord {
+            task_id,
+            auth_key,
+            method,
+            tool_name,
+            request_digest,
+            idempotency_key,
+            status,
+            version,
+            created_at_ms,
+            updated_at_ms,
+            expires_at_ms,
+            ttl_ms,
+            poll_interval_ms,
+            cancel_requested,
+            outcome,
+            status_message,
+            correlation_id,
+            era,
+            input_requests,
+            input_responses,
+        } = record;
+        ModelView {
+            task_id: task_id.clone(),
+            auth_key: auth_key.clone(),
+            method: method.clone(),
+            tool_name: tool_name.clone(),
+            request_digest: request_digest.as_str().to_owned(),
+            idempotency_key: idempotency_key.clone(),
+            status: *status,
+            version: *version,
+            created_at_ms: *created_at_ms,
+            updated_at_ms: *updated_at_ms,
+            expires_at_ms: *expires_at_ms,
+            ttl_ms: *ttl_ms,
+            poll_interval_ms: *poll_interval_ms,
+            cancel_requested: *cancel_requested,
+            outcome: outcome.clone(),
+            status_message: status_message.clone(),
+            correlation_id: correlation_id.clone(),
+            era: *era,
+            input_requests: input_requests.as_ref().map(answers_of),
+            input_responses: input_responses.as_ref().map(answers_of),
+        }
+    }
+
+    /// The fields that differ, as `field: store …, model …` (`self` is the store's).
+    pub fn differences(&self, model: &ModelView) -> String {
+        field_differences!(
+            self,
+            model,
+            task_id,
+            auth_key,
+            method,
+            tool_name,
+            request_digest,
+            idempotency_key,
+            status,
+            version,
+            created_at_ms,
+            updated_at_ms,
+            expires_at_ms,
+            ttl_ms,
+            poll_interval_ms,
+            cancel_requested,
+            outcome,
+            status_message,
+            correlation_id,
+            era,
+            input_requests,
+            input_responses,
+        )
+    }
+}
+
+/// Everything a claim says ([`OutboxClaim`], every field).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClaimView {
+    /// `OutboxClaim::task_id`.
+    pub task_id: String,
+    /// `OutboxClaim::auth_key`.
+    pub auth_key: String,
+    /// `OutboxClaim::request`.
+    pub request: WrappedRequest,
+    /// `OutboxClaim::attempt`.
+    pub attempt: u32,
+    /// `OutboxClaim::lease_expires_at_ms`.
+    pub lease_expires_at_ms: u64,
+    /// `OutboxClaim::task_version`.
+    pub task_version: u64,
+    /// `OutboxClaim::task_status`.
+    pub task_status: TaskStatus,
+}
+
+impl ClaimView {
+    /// A store's claim as a view (every field named, as in [`ModelView::of`]).
+    pub fn of(claim: &OutboxClaim) -> ClaimView {
+        let OutboxClaim {
+            task_id,
+            auth_key,
+            request,
+            attempt,
+            lease_expires_at_ms,
+            task_version,
+            task_status,
+        } = claim;
+        ClaimView {
+            task_id: task_id.clone(),
+            auth_key: auth_key.clone(),
+            request: request.clone(),
+            attempt: *attempt,
+            lease_expires_at_ms: *lease_expires_at_ms,
+            task_version: *task_version,
+            task_status: *task_status,
+        }
+    }
+
+    /// The fields that differ, as [`ModelView::differences`] words them.
+    pub fn differences(&self, model: &ClaimView) -> String {
+        field_differences!(
+            self,
+            model,
+            task_id,
+            auth_key,
+            request,
+            attempt,
+            lease_expires_at_ms,
+            task_version,
+            task_status,
+        )
+    }
+}
+
 /// The model's record of one task.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelTask {
     /// The owning tenant.
     pub owner: u8,
-    /// The idempotency key it holds; `None` without one or once expired.
+    /// The idempotency key it holds; `None` without one or once rebound by a later call.
     pub key: Option<u8>,
     /// The argument set it was created with ([`CreateStep::args`]).
     pub args: u8,
+    /// The correlation id it was admitted with.
+    pub correlation_id: String,
+    /// The era it was created in.
+    pub era: Era,
     /// Its current status.
     pub status: TaskStatus,
-    /// Its current version (1 at creation, +1 per applied write).
+    /// Its current version (1 at creation, +1 per applied change).
     pub version: u64,
     /// Creation time on the model clock, in ms.
     pub created_at_ms: u64,
+    /// Time of the last applied change, in ms.
+    pub updated_at_ms: u64,
+    /// The granted lifetime, in ms; `None`: unlimited.
+    pub ttl_ms: Option<u64>,
     /// Expiry instant on the model clock, in ms; `None` without a TTL.
     pub expires_at_ms: Option<u64>,
+    /// The suggested poll interval, in ms.
+    pub poll_interval_ms: Option<u64>,
+    /// The status message, if any.
+    pub status_message: Option<String>,
+    /// The stored outcome, if any.
+    pub outcome: Option<TaskOutcome>,
+    /// The open questions; `None` when none is open.
+    pub input_requests: Option<Answers>,
+    /// Every answer kept; `None` when none was ever kept.
+    pub input_responses: Option<Answers>,
+    /// The requestor cancelled it.
+    pub cancel_requested: bool,
     /// Its outbox entry.
     pub outbox: ModelOutbox,
+}
+
+impl ModelTask {
+    /// The record a store must hold for this task.
+    pub fn view(&self, task_id: &str) -> ModelView {
+        ModelView {
+            task_id: task_id.to_owned(),
+            auth_key: caller_of(self.owner),
+            method: "tools/call".into(),
+            tool_name: TOOL.into(),
+            request_digest: request_of(self.args).digest().as_str().to_owned(),
+            idempotency_key: self.key.map(key_of),
+            status: self.status,
+            version: self.version,
+            created_at_ms: self.created_at_ms,
+            updated_at_ms: self.updated_at_ms,
+            expires_at_ms: self.expires_at_ms,
+            ttl_ms: self.ttl_ms,
+            poll_interval_ms: self.poll_interval_ms,
+            cancel_requested: self.cancel_requested,
+            outcome: self.outcome.clone(),
+            status_message: self.status_message.clone(),
+            correlation_id: self.correlation_id.clone(),
+            era: self.era,
+            input_requests: self.input_requests.clone(),
+            input_responses: self.input_responses.clone(),
+        }
+    }
+
+    /// A change applied at `now_ms`: version + 1, the update time never running back.
+    fn touch(&mut self, now_ms: u64) {
+        self.version += 1;
+        self.updated_at_ms = self.updated_at_ms.max(now_ms);
+    }
+
+    /// Whether the task holds an answer to `key`.
+    fn answered(&self, key: &str) -> bool {
+        self.input_responses
+            .as_ref()
+            .is_some_and(|answers| answers.contains_key(key))
+    }
 }
 
 /// The model's outbox entry of one task.
@@ -193,7 +658,8 @@ pub struct ModelTask {
 pub struct ModelOutbox {
     /// Claims so far (0: never claimed).
     pub attempt: u32,
-    /// When the current claim's lease lapses, in ms; `None` when unclaimed or acked.
+    /// When the current claim's lease lapses, in ms; `None` when unclaimed, released or
+    /// acked.
     pub lease_expires_at_ms: Option<u64>,
     /// A worker acked it: never delivered again.
     pub acked: bool,
@@ -208,7 +674,7 @@ pub struct Held {
     pub owner: u8,
     /// The claim's attempt number; an ack from an older attempt is refused.
     pub attempt: u32,
-    /// The task version the worker saw when it claimed.
+    /// The task version the worker saw when it claimed, or made by its last applied write.
     pub version: u64,
 }
 
@@ -218,36 +684,156 @@ pub enum Expect {
     /// No answer to compare (a crash, a clock advance).
     #[default]
     Nothing,
-    /// A decision, and the `(task id, status, version)` the answer carries, if any.
+    /// A decision, and the record the answer carries, if any.
     Answer {
         /// The decision expected.
         decision: Decision,
-        /// The record shown, as `(task id, status, version)`; `None` when nothing is shown.
-        record: Option<(String, TaskStatus, u64)>,
+        /// The record shown, in full; `None` when nothing is shown.
+        record: Option<ModelView>,
     },
-    /// A list page: the decision, the ids in order, whether a next cursor comes.
+    /// A create refused with `StoreError::Duplicate`: the id exists.
+    Duplicate {
+        /// The id refused.
+        task_id: String,
+    },
+    /// A list page: the decision, the tasks in order, whether a next cursor comes.
     Page {
         /// The decision expected.
         decision: Decision,
-        /// The task ids on the page, in order.
-        ids: Vec<String>,
+        /// The tasks on the page, in order, in full.
+        tasks: Vec<ModelView>,
         /// Whether the page ends with a next-page cursor.
         more: bool,
     },
-    /// A claim: `(task id, attempt, version, status)`, or nothing ready.
-    Claim(Option<(String, u32, u64, TaskStatus)>),
+    /// A claim: the entries claimed, in order.
+    Claim(Vec<ClaimView>),
     /// A write, then (when terminal) the worker's ack result.
     Write {
         /// The decision expected.
         decision: Decision,
-        /// The record shown, as `(task id, status, version)`; `None` when nothing is shown.
-        record: Option<(String, TaskStatus, u64)>,
+        /// The record shown, in full; `None` when nothing is shown.
+        record: Option<ModelView>,
         /// For a terminal write: whether the ack took (`false`: a stale attempt); `None`
         /// otherwise.
         acked: Option<bool>,
     },
+    /// A lease release: how many leases it freed.
+    Released(usize),
     /// A sweep: how many tasks it deleted.
     Swept(usize),
+}
+
+/// Where two answers differ, worded for a failure: with the same decision, the fields that
+/// differ (of the record, of each task on a page, the ack, the next cursor); else both
+/// answers whole.
+fn mismatch(got: &Expect, want: &Expect) -> String {
+    let same_ids = |t1: &[ModelView], t2: &[ModelView]| {
+        t1.iter()
+            .map(|task| &task.task_id)
+            .eq(t2.iter().map(|task| &task.task_id))
+    };
+    let mut differing: Vec<String> = Vec::new();
+    let mut records: Vec<(&ModelView, &ModelView)> = Vec::new();
+    let decision = match (got, want) {
+        (
+            Expect::Answer {
+                decision: d1,
+                record: Some(r1),
+            },
+            Expect::Answer {
+                decision: d2,
+                record: Some(r2),
+            },
+        ) if d1 == d2 => {
+            records.push((r1, r2));
+            d2
+        }
+        (
+            Expect::Write {
+                decision: d1,
+                record: Some(r1),
+                acked: a1,
+            },
+            Expect::Write {
+                decision: d2,
+                record: Some(r2),
+                acked: a2,
+            },
+        ) if d1 == d2 => {
+            if a1 != a2 {
+                differing.push(format!("ack: store {a1:?}, model {a2:?}"));
+            }
+            records.push((r1, r2));
+            d2
+        }
+        (
+            Expect::Page {
+                decision: d1,
+                tasks: t1,
+                more: m1,
+            },
+            Expect::Page {
+                decision: d2,
+                tasks: t2,
+                more: m2,
+            },
+        ) if d1 == d2 && same_ids(t1, t2) => {
+            if m1 != m2 {
+                differing.push(format!("next cursor: store {m1}, model {m2}"));
+            }
+            records.extend(t1.iter().zip(t2));
+            d2
+        }
+        (Expect::Claim(c1), Expect::Claim(c2))
+            if c1
+                .iter()
+                .map(|claim| &claim.task_id)
+                .eq(c2.iter().map(|claim| &claim.task_id)) =>
+        {
+            let differing: Vec<String> = c1
+                .iter()
+                .zip(c2)
+                .filter(|(got, want)| got != want)
+                .map(|(got, want)| format!("{}: {}", got.task_id, got.differences(want)))
+                .collect();
+            return format!("the claim differs: {}", differing.join(" | "));
+        }
+        (
+            Expect::Page {
+                decision: d1,
+                tasks: t1,
+                more: m1,
+            },
+            Expect::Page {
+                decision: d2,
+                tasks: t2,
+                more: m2,
+            },
+        ) if d1 == d2 => {
+            let ids = |tasks: &[ModelView]| -> Vec<String> {
+                tasks.iter().map(|task| task.task_id.clone()).collect()
+            };
+            return format!(
+                "{} as expected, but the page holds {:?} (next cursor: {m1}), the model's {:?} \
+                 (next cursor: {m2})",
+                d2.code(),
+                ids(t1),
+                ids(t2)
+            );
+        }
+        _ => return format!("the store answered {got:?}, the model expects {want:?}"),
+    };
+    differing.extend(
+        records
+            .into_iter()
+            .filter(|(got, want)| got != want)
+            .map(|(got, want)| format!("{}: {}", got.task_id, got.differences(want))),
+    );
+    format!(
+        "{} as expected, but {}",
+        decision.code(),
+        differing.join(" | ")
+    )
 }
 
 /// The reference model.
@@ -255,11 +841,13 @@ pub enum Expect {
 pub struct Model {
     /// The model clock, in ms (starts at 0).
     pub now_ms: u64,
-    /// Create steps so far; the next admitted id is `t{created:04}`.
+    /// Create steps so far; the next fresh id is `t{created:04}`, its correlation id
+    /// `c{created:04}`.
     pub created: u32,
     /// Live tasks by id (swept ones removed).
     pub tasks: BTreeMap<String, ModelTask>,
-    /// Every id ever admitted, in order: steps address tasks through it.
+    /// Every id admitted, in order (an id admitted again after a sweep appears again):
+    /// steps address tasks through it.
     pub ids: Vec<String>,
     /// `(tenant, idempotency key)` → the task the key is bound to.
     pub keys: BTreeMap<(u8, u8), String>,
@@ -267,12 +855,16 @@ pub struct Model {
     pub held: BTreeMap<u8, Held>,
     /// Per tenant, where its next page starts, if its last page said more follow.
     pub cursors: BTreeMap<u8, (u64, String)>,
-    /// The id the last create step would admit.
+    /// The id the last create step sent.
     pub next_task_id: String,
+    /// The correlation id the last create step sent.
+    pub next_correlation_id: String,
     /// For a list step: whose cursor it sent, if any.
     pub sent_cursor_of: Option<u8>,
     /// For a write step: the claim it wrote with (the model may have dropped it since).
     pub wrote_with: Option<Held>,
+    /// For a write step to `input_required`: the questions it asked.
+    pub asked: Option<Answers>,
     /// What the store must answer to the last step.
     pub expect: Expect,
 }
@@ -290,8 +882,8 @@ impl Model {
         task.expires_at_ms.is_some_and(|at| self.now_ms >= at)
     }
 
-    fn shown(task_id: &str, task: &ModelTask) -> Option<(String, TaskStatus, u64)> {
-        Some((task_id.to_owned(), task.status, task.version))
+    fn shown(&self, task_id: &str) -> Option<ModelView> {
+        self.tasks.get(task_id).map(|task| task.view(task_id))
     }
 
     /// Not found → not yours → expired, the preamble of every one-task operation.
@@ -310,9 +902,9 @@ impl Model {
     fn read(&self, tenant: u8, task: u8, decide: fn(&ModelTask) -> Decision) -> Expect {
         let task_id = self.address(task);
         match self.locate(tenant, &task_id) {
-            Ok(task) => Expect::Answer {
-                decision: decide(task),
-                record: Model::shown(&task_id, task),
+            Ok(found) => Expect::Answer {
+                decision: decide(found),
+                record: Some(found.view(&task_id)),
             },
             Err(decision) => Expect::Answer {
                 decision,
@@ -332,6 +924,21 @@ impl Model {
         visible
     }
 
+    /// The questions a write to `input_required` by `worker` asks: `q0` and `q1` less
+    /// those its task holds answers to. `None` when it holds no claim; empty when both are
+    /// answered (such a write is not generated).
+    fn questions_for(&self, worker: u8) -> Option<Answers> {
+        let held = self.held.get(&worker)?;
+        let task = self.tasks.get(&held.task_id);
+        Some(
+            QUESTIONS
+                .into_iter()
+                .filter(|key| !task.is_some_and(|task| task.answered(key)))
+                .map(|key| (key.to_owned(), question_of(key)))
+                .collect(),
+        )
+    }
+
     fn create(&mut self, step: &CreateStep) -> Expect {
         let CreateStep {
             tenant,
@@ -341,9 +948,17 @@ impl Model {
             task,
             negotiated,
             ttl,
+            poll,
+            era,
+            responses,
+            collide,
         } = *step;
         self.created += 1;
-        self.next_task_id = format!("t{:04}", self.created);
+        self.next_task_id = match collide {
+            Some(pick) if !self.ids.is_empty() => self.address(pick % 7),
+            _ => format!("t{:04}", self.created),
+        };
+        self.next_correlation_id = format!("c{:04}", self.created);
         let negotiated = negotiated_of(negotiated);
         let bare = |decision| Expect::Answer {
             decision,
@@ -358,6 +973,8 @@ impl Model {
             (_, false) => return bare(Decision::AcceptNormal),
             (_, true) => {}
         }
+        // The task the key is bound to, if it has expired (it gives the key up).
+        let mut rebind_from = None;
         if let Some(key) = key
             && let Some(bound_id) = self.keys.get(&(tenant, key)).cloned()
         {
@@ -366,25 +983,44 @@ impl Model {
                 return if bound.args == args {
                     Expect::Answer {
                         decision: Decision::ReplayTask,
-                        record: Model::shown(&bound_id, bound),
+                        record: Some(bound.view(&bound_id)),
                     }
                 } else {
                     bare(Decision::BlockIdempotencyCollision)
                 };
             }
-            // An expired task no longer holds its key.
+            rebind_from = Some((key, bound_id));
+        }
+        let task_id = self.next_task_id.clone();
+        if self.tasks.contains_key(&task_id) {
+            // The id exists (expired or not): refused, nothing changes.
+            return Expect::Duplicate { task_id };
+        }
+        if let Some((key, bound_id)) = rebind_from {
             self.tasks.get_mut(&bound_id).expect("bound task").key = None;
             self.keys.remove(&(tenant, key));
         }
-        let task_id = self.next_task_id.clone();
+        let now = self.now_ms;
+        let ttl_ms = ttl_of(ttl);
         let record = ModelTask {
             owner: tenant,
             key,
             args,
+            correlation_id: self.next_correlation_id.clone(),
+            era,
             status: TaskStatus::Working,
             version: 1,
-            created_at_ms: self.now_ms,
-            expires_at_ms: TTL_CHOICES_MS[usize::from(ttl % 3)].map(|ttl| self.now_ms + ttl),
+            created_at_ms: now,
+            updated_at_ms: now,
+            ttl_ms,
+            expires_at_ms: ttl_ms.map(|ttl| now.saturating_add(ttl)),
+            poll_interval_ms: poll_of(poll),
+            status_message: None,
+            outcome: None,
+            input_requests: None,
+            // An empty set of answers is no answer.
+            input_responses: admission_answers(responses).filter(|answers| !answers.is_empty()),
+            cancel_requested: false,
             outbox: ModelOutbox {
                 attempt: 0,
                 lease_expires_at_ms: None,
@@ -394,22 +1030,31 @@ impl Model {
         if let Some(key) = key {
             self.keys.insert((tenant, key), task_id.clone());
         }
-        let shown = Model::shown(&task_id, &record);
+        let shown = record.view(&task_id);
         self.tasks.insert(task_id.clone(), record);
         self.ids.push(task_id);
         Expect::Answer {
             decision: Decision::AcceptTask,
-            record: shown,
+            record: Some(shown),
         }
     }
 
-    fn write(&mut self, worker: u8, next: TaskStatus, foreign: bool) -> Expect {
+    fn write(
+        &mut self,
+        worker: u8,
+        next: TaskStatus,
+        foreign: bool,
+        message: Option<&str>,
+        outcome: u8,
+    ) -> Expect {
         let held = self
             .held
             .get(&worker)
             .cloned()
             .expect("precondition: holds");
         self.wrote_with = Some(held.clone());
+        self.asked =
+            (next == TaskStatus::InputRequired).then(|| self.questions_for(worker).expect("holds"));
         let caller = if foreign {
             (held.owner + 1) % TENANTS
         } else {
@@ -429,16 +1074,29 @@ impl Model {
             Ok(_) => Decision::ApplyTransition,
         };
         if decision == Decision::ApplyTransition {
+            let now = self.now_ms;
+            let asked = self.asked.clone();
             let task = self.tasks.get_mut(&held.task_id).expect("located");
             task.status = next;
-            task.version += 1;
+            task.touch(now);
+            if next.is_terminal() {
+                task.outcome = Some(outcome_of(outcome));
+            }
+            if let Some(message) = message {
+                task.status_message = Some(message.to_owned());
+            }
+            match next {
+                TaskStatus::InputRequired => task.input_requests = asked,
+                TaskStatus::Working => task.input_requests = None,
+                _ => {}
+            }
+            // The worker goes on from the version its own write made.
+            let version = task.version;
+            self.held.get_mut(&worker).expect("holds").version = version;
         }
         let record = match decision {
             Decision::BlockNotFound | Decision::BlockAuth => None,
-            _ => self
-                .tasks
-                .get(&held.task_id)
-                .and_then(|task| Model::shown(&held.task_id, task)),
+            _ => self.shown(&held.task_id),
         };
         // A worker acks once the task is terminal (its own write or one already there).
         let acked = if matches!(
@@ -464,38 +1122,187 @@ impl Model {
         }
     }
 
-    fn claim(&mut self, worker: u8) -> Expect {
+    fn cancel(&mut self, tenant: u8, task: u8, negotiated: u8) -> Expect {
+        let task_id = self.address(task);
+        let decision = if !negotiated_of(negotiated).cancel {
+            Decision::BlockCapability
+        } else {
+            match self.locate(tenant, &task_id) {
+                Err(decision) => decision,
+                Ok(task) if task.status.is_terminal() => Decision::AlreadyTerminal,
+                Ok(_) => Decision::ApplyCancel,
+            }
+        };
+        if decision == Decision::ApplyCancel {
+            let now = self.now_ms;
+            let task = self.tasks.get_mut(&task_id).expect("located");
+            task.status = TaskStatus::Cancelled;
+            task.touch(now);
+            task.cancel_requested = true;
+            task.status_message = Some(CANCEL_MESSAGE.to_owned());
+        }
+        let record = match decision {
+            Decision::BlockCapability | Decision::BlockNotFound | Decision::BlockAuth => None,
+            _ => self.shown(&task_id),
+        };
+        Expect::Answer { decision, record }
+    }
+
+    fn answer_input(&mut self, tenant: u8, task: u8, keys: u8) -> Expect {
+        let task_id = self.address(task);
+        let keys = answered_keys(keys);
+        let decision = match self.locate(tenant, &task_id) {
+            Err(decision) => decision,
+            Ok(task) if task.status.is_terminal() => Decision::AlreadyTerminal,
+            Ok(task) => match (task.status, &task.input_requests) {
+                (TaskStatus::InputRequired, Some(open))
+                    if keys.iter().any(|key| open.contains_key(*key)) =>
+                {
+                    Decision::ApplyInput
+                }
+                _ => Decision::IgnoreInput,
+            },
+        };
+        if decision == Decision::ApplyInput {
+            let now = self.now_ms;
+            let task = self.tasks.get_mut(&task_id).expect("located");
+            let mut open = task.input_requests.take().expect("open questions");
+            let kept = task.input_responses.get_or_insert_with(Answers::new);
+            for key in keys {
+                if open.remove(key).is_some() {
+                    kept.insert(key.to_owned(), answer_of(key, now));
+                }
+            }
+            task.touch(now);
+            if open.is_empty() {
+                task.status = TaskStatus::Working;
+            } else {
+                task.input_requests = Some(open);
+            }
+        }
+        let record = match decision {
+            Decision::BlockNotFound | Decision::BlockAuth => None,
+            _ => self.shown(&task_id),
+        };
+        Expect::Answer { decision, record }
+    }
+
+    fn list(&mut self, tenant: u8, negotiated: u8, cursor: CursorUse, limit: usize) -> Expect {
+        let holder = match cursor {
+            CursorUse::First => None,
+            CursorUse::Resume => Some(tenant),
+            CursorUse::Foreign => Some((tenant + 1) % TENANTS),
+        }
+        .filter(|holder| self.cursors.contains_key(holder));
+        self.sent_cursor_of = holder;
+        let refused = |decision| Expect::Page {
+            decision,
+            tasks: vec![],
+            more: false,
+        };
+        if !negotiated_of(negotiated).list {
+            return refused(Decision::BlockCapability);
+        }
+        if holder.is_some_and(|holder| holder != tenant) {
+            return refused(Decision::BlockBadCursor);
+        }
+        // The store serves at least one task and at most LIST_LIMIT_MAX per page.
+        let limit = limit.clamp(1, LIST_LIMIT_MAX);
+        let after = holder.and_then(|holder| self.cursors.get(&holder).cloned());
+        let rest: Vec<(u64, String)> = self
+            .visible(tenant)
+            .into_iter()
+            .filter(|position| after.as_ref().is_none_or(|after| position > after))
+            .collect();
+        let page: Vec<(u64, String)> = rest.iter().take(limit).cloned().collect();
+        let more = rest.len() > limit;
+        match (more, page.last()) {
+            (true, Some(last)) => {
+                self.cursors.insert(tenant, last.clone());
+            }
+            _ => {
+                self.cursors.remove(&tenant);
+            }
+        }
+        Expect::Page {
+            decision: Decision::ListTenantFiltered,
+            tasks: page.iter().map(|(_, id)| self.tasks[id].view(id)).collect(),
+            more,
+        }
+    }
+
+    fn claim(&mut self, worker: u8, max: usize) -> Expect {
         let now = self.now_ms;
-        let ready = self
+        let mut ready: Vec<(u64, String)> = self
             .tasks
             .iter()
             .filter(|(_, task)| {
                 !task.outbox.acked && task.outbox.lease_expires_at_ms.is_none_or(|at| at <= now)
             })
             .map(|(id, task)| (task.created_at_ms, id.clone()))
-            .min();
-        let Some((_, task_id)) = ready else {
-            return Expect::Claim(None);
-        };
-        let task = self.tasks.get_mut(&task_id).expect("ready");
-        task.outbox.attempt += 1;
-        task.outbox.lease_expires_at_ms = Some(now + LEASE_MS);
-        let claimed = (
-            task_id.clone(),
-            task.outbox.attempt,
-            task.version,
-            task.status,
-        );
-        self.held.insert(
-            worker,
-            Held {
-                task_id,
-                owner: task.owner,
+            .collect();
+        ready.sort();
+        ready.truncate(max);
+        let mut claims = Vec::new();
+        for (_, task_id) in ready {
+            let task = self.tasks.get_mut(&task_id).expect("ready");
+            task.outbox.attempt += 1;
+            let lease_expires_at_ms = now.saturating_add(LEASE_MS);
+            task.outbox.lease_expires_at_ms = Some(lease_expires_at_ms);
+            claims.push(ClaimView {
+                task_id: task_id.clone(),
+                auth_key: caller_of(task.owner),
+                request: request_of(task.args),
                 attempt: task.outbox.attempt,
-                version: task.version,
-            },
-        );
-        Expect::Claim(Some(claimed))
+                lease_expires_at_ms,
+                task_version: task.version,
+                task_status: task.status,
+            });
+        }
+        // The worker holds the first entry it got (with `max` ≤ 1, the only one).
+        if let Some(first) = claims.first() {
+            self.held.insert(
+                worker,
+                Held {
+                    task_id: first.task_id.clone(),
+                    owner: self.tasks[&first.task_id].owner,
+                    attempt: first.attempt,
+                    version: first.task_version,
+                },
+            );
+        }
+        Expect::Claim(claims)
+    }
+
+    fn release(&mut self) -> Expect {
+        let now = self.now_ms;
+        let mut released = 0;
+        for task in self.tasks.values_mut() {
+            let outbox = &mut task.outbox;
+            if !outbox.acked && outbox.lease_expires_at_ms.is_some_and(|at| at <= now) {
+                outbox.lease_expires_at_ms = None;
+                released += 1;
+            }
+        }
+        Expect::Released(released)
+    }
+
+    fn sweep(&mut self, max: usize) -> Expect {
+        let mut expired: Vec<(u64, String)> = self
+            .tasks
+            .iter()
+            .filter(|(_, task)| self.expired(task))
+            .map(|(id, task)| (task.expires_at_ms.expect("expired"), id.clone()))
+            .collect();
+        expired.sort();
+        expired.truncate(max);
+        for (_, id) in &expired {
+            let task = self.tasks.remove(id).expect("listed");
+            if let Some(key) = task.key {
+                self.keys.remove(&(task.owner, key));
+            }
+        }
+        Expect::Swept(expired.len())
     }
 }
 
@@ -518,6 +1325,51 @@ fn negotiated_strategy() -> impl Strategy<Value = u8> {
     prop_oneof![4 => Just(7u8), 1 => 0u8..8]
 }
 
+fn create_strategy() -> impl Strategy<Value = Step> {
+    (
+        0..TENANTS,
+        prop::option::weighted(0.7, 0u8..3),
+        0u8..2,
+        prop_oneof![4 => Just(0u8), 1 => 1u8..3],
+        prop::bool::weighted(0.85),
+        negotiated_strategy(),
+        // None, 0, 300, 1234, 3000 ms
+        prop_oneof![3 => Just(0u8), 1 => Just(1u8), 1 => Just(2u8), 2 => Just(3u8), 2 => Just(4u8)],
+        0u8..4,
+        prop_oneof![Just(Era::Core2025), Just(Era::Extension2026)],
+        0u8..4,
+        prop::option::weighted(0.15, 0u8..7),
+    )
+        .prop_map(
+            |(tenant, key, args, support, task, negotiated, ttl, poll, era, responses, collide)| {
+                Step::Create(CreateStep {
+                    tenant,
+                    key,
+                    args,
+                    support,
+                    task,
+                    negotiated,
+                    ttl,
+                    poll,
+                    era,
+                    responses,
+                    collide,
+                })
+            },
+        )
+}
+
+/// `(tenant, task)` for a step on one task: `tasks` picks the task (as `Model::address`
+/// reads it); the tenant is mostly its owner (`owners`, by task index), else any.
+fn aimed(tasks: BoxedStrategy<u8>, owners: [Option<u8>; 8]) -> impl Strategy<Value = (u8, u8)> {
+    (tasks, prop::bool::weighted(0.75), 0..TENANTS).prop_map(
+        move |(task, own, tenant)| match owners[usize::from(task % 8)] {
+            Some(owner) if own => (owner, task),
+            _ => (tenant, task),
+        },
+    )
+}
+
 impl ReferenceStateMachine for ModelMachine {
     type State = Model;
     type Transition = Step;
@@ -526,37 +1378,93 @@ impl ReferenceStateMachine for ModelMachine {
         Just(Model::default()).boxed()
     }
 
-    fn transitions(_state: &Model) -> BoxedStrategy<Step> {
-        let tenant = 0..TENANTS;
+    fn transitions(state: &Model) -> BoxedStrategy<Step> {
+        // Steps on one task mostly come from its owner, and answers mostly go to tasks that
+        // ask: a step that is refused at once tells little.
+        let owners: [Option<u8>; 8] = std::array::from_fn(|task| {
+            let task_id = state.address(task as u8);
+            state.tasks.get(&task_id).map(|task| task.owner)
+        });
+        let picking = |wanted: fn(&ModelTask) -> bool| -> Vec<u8> {
+            (0u8..7)
+                .filter(|task| state.tasks.get(&state.address(*task)).is_some_and(wanted))
+                .collect()
+        };
+        let live = picking(|_| true);
+        let asking = picking(|task| task.status == TaskStatus::InputRequired);
+        // Mostly a task that is there (or asks), sometimes any address.
+        let among = |preferred: &[u8]| -> BoxedStrategy<u8> {
+            if preferred.is_empty() {
+                (0u8..8).boxed()
+            } else {
+                prop_oneof![3 => prop::sample::select(preferred.to_vec()), 1 => 0u8..8].boxed()
+            }
+        };
+        let answered = among(if asking.is_empty() { &live } else { &asking });
+        // Answers come often while a task asks.
+        let answer_weight = if asking.is_empty() { 2 } else { 16 };
+        // Per worker: the task it holds asks, at the version the worker knows.
+        let held_asking: [bool; WORKERS as usize] = std::array::from_fn(|worker| {
+            state.held.get(&(worker as u8)).is_some_and(|held| {
+                state.tasks.get(&held.task_id).is_some_and(|task| {
+                    task.status == TaskStatus::InputRequired && task.version == held.version
+                })
+            })
+        });
         let worker = 0..WORKERS;
         prop_oneof![
-            6 => (
-                tenant.clone(),
-                prop::option::weighted(0.7, 0u8..3),
-                0u8..2,
-                prop_oneof![4 => Just(0u8), 1 => 1u8..3],
-                prop::bool::weighted(0.85),
-                negotiated_strategy(),
-                0u8..3,
-            )
-                .prop_map(|(tenant, key, args, support, task, negotiated, ttl)| {
-                    Step::Create(CreateStep { tenant, key, args, support, task, negotiated, ttl })
-                }),
-            4 => (tenant.clone(), 0u8..8).prop_map(|(tenant, task)| Step::Get { tenant, task }),
-            2 => (tenant.clone(), 0u8..8).prop_map(|(tenant, task)| Step::Result { tenant, task }),
-            3 => (tenant.clone(), 0u8..8, negotiated_strategy())
-                .prop_map(|(tenant, task, negotiated)| Step::Cancel { tenant, task, negotiated }),
+            12 => create_strategy(),
+            4 => aimed(among(&live), owners).prop_map(|(tenant, task)| Step::Get { tenant, task }),
+            2 => aimed(among(&live), owners).prop_map(|(tenant, task)| Step::Result { tenant, task }),
+            2 => (aimed(among(&live), owners), negotiated_strategy())
+                .prop_map(|((tenant, task), negotiated)| Step::Cancel { tenant, task, negotiated }),
+            // Mostly open keys (q0, q1, both), sometimes any mix with the unasked key.
+            answer_weight => (aimed(answered, owners), prop_oneof![2 => 1u8..4, 1 => 0u8..8])
+                .prop_map(|((tenant, task), keys)| Step::AnswerInput { tenant, task, keys }),
             3 => (
-                tenant.clone(),
+                0..TENANTS,
                 negotiated_strategy(),
                 prop_oneof![Just(CursorUse::First), Just(CursorUse::Resume), Just(CursorUse::Foreign)],
+                prop_oneof![
+                    1 => Just(LIST_LIMITS[0]),
+                    3 => Just(LIST_LIMITS[1]),
+                    3 => Just(LIST_LIMITS[2]),
+                    1 => Just(LIST_LIMITS[3]),
+                    1 => Just(LIST_LIMITS[4]),
+                    1 => Just(LIST_LIMITS[5]),
+                ],
             )
-                .prop_map(|(tenant, negotiated, cursor)| Step::List { tenant, negotiated, cursor }),
-            5 => worker.clone().prop_map(|worker| Step::Claim { worker }),
-            6 => (worker.clone(), 0u8..4, prop::bool::weighted(0.15))
-                .prop_map(|(worker, next, foreign)| Step::Write { worker, next, foreign }),
+                .prop_map(|(tenant, negotiated, cursor, limit)| Step::List {
+                    tenant,
+                    negotiated,
+                    cursor,
+                    limit,
+                }),
+            6 => (worker.clone(), prop_oneof![1 => Just(0usize), 5 => Just(1usize)])
+                .prop_map(|(worker, max)| Step::Claim { worker, max }),
+            8 => (
+                worker.clone(),
+                // completed, failed, input_required, working, cancelled
+                prop_oneof![3 => Just(0u8), 1 => Just(1u8), 3 => Just(2u8), 1 => Just(3u8), 1 => Just(4u8)],
+                prop::bool::weighted(0.5),
+                prop::bool::weighted(0.15),
+                prop::sample::select(MESSAGE_CHOICES.to_vec()),
+                0u8..4,
+            )
+                .prop_map(move |(worker, next, resume, foreign, message, outcome)| {
+                    // A worker whose task asks often goes back to work without the answers.
+                    let next = if resume && held_asking[usize::from(worker)] { 3 } else { next };
+                    Step::Write {
+                        worker,
+                        next,
+                        foreign,
+                        message,
+                        outcome,
+                    }
+                }),
             1 => worker.prop_map(|worker| Step::Crash { worker }),
-            1 => Just(Step::Sweep),
+            1 => Just(Step::Release),
+            2 => prop::sample::select(SWEEP_MAXES.to_vec()).prop_map(|max| Step::Sweep { max }),
             3 => (1u16..700).prop_map(|ms| Step::Advance { ms }),
         ]
         .boxed()
@@ -564,6 +1472,14 @@ impl ReferenceStateMachine for ModelMachine {
 
     fn preconditions(state: &Model, step: &Step) -> bool {
         match step {
+            // A worker asks only questions its task holds no answer to (never none).
+            Step::Write { worker, next, .. }
+                if write_target(*next) == TaskStatus::InputRequired =>
+            {
+                state
+                    .questions_for(*worker)
+                    .is_some_and(|asked| !asked.is_empty())
+            }
             Step::Write { worker, .. } | Step::Crash { worker } => state.held.contains_key(worker),
             _ => true,
         }
@@ -572,6 +1488,7 @@ impl ReferenceStateMachine for ModelMachine {
     fn apply(mut state: Model, step: &Step) -> Model {
         state.sent_cursor_of = None;
         state.wrote_with = None;
+        state.asked = None;
         state.expect = match *step {
             Step::Create(create) => state.create(&create),
             Step::Get { tenant, task } => state.read(tenant, task, |_| Decision::ReturnStatus),
@@ -585,103 +1502,28 @@ impl ReferenceStateMachine for ModelMachine {
                 tenant,
                 task,
                 negotiated,
-            } => {
-                let task_id = state.address(task);
-                let decision = if !negotiated_of(negotiated).cancel {
-                    Decision::BlockCapability
-                } else {
-                    match state.locate(tenant, &task_id) {
-                        Err(decision) => decision,
-                        Ok(task) if task.status.is_terminal() => Decision::AlreadyTerminal,
-                        Ok(_) => Decision::ApplyCancel,
-                    }
-                };
-                if decision == Decision::ApplyCancel {
-                    let task = state.tasks.get_mut(&task_id).expect("located");
-                    task.status = TaskStatus::Cancelled;
-                    task.version += 1;
-                }
-                let record = match decision {
-                    Decision::BlockCapability | Decision::BlockNotFound | Decision::BlockAuth => {
-                        None
-                    }
-                    _ => Model::shown(&task_id, &state.tasks[&task_id]),
-                };
-                Expect::Answer { decision, record }
-            }
+            } => state.cancel(tenant, task, negotiated),
+            Step::AnswerInput { tenant, task, keys } => state.answer_input(tenant, task, keys),
             Step::List {
                 tenant,
                 negotiated,
                 cursor,
-            } => {
-                let holder = match cursor {
-                    CursorUse::First => None,
-                    CursorUse::Resume => Some(tenant),
-                    CursorUse::Foreign => Some((tenant + 1) % TENANTS),
-                }
-                .filter(|holder| state.cursors.contains_key(holder));
-                state.sent_cursor_of = holder;
-                if !negotiated_of(negotiated).list {
-                    Expect::Page {
-                        decision: Decision::BlockCapability,
-                        ids: vec![],
-                        more: false,
-                    }
-                } else if holder.is_some_and(|holder| holder != tenant) {
-                    Expect::Page {
-                        decision: Decision::BlockBadCursor,
-                        ids: vec![],
-                        more: false,
-                    }
-                } else {
-                    let after = holder.and_then(|holder| state.cursors.get(&holder).cloned());
-                    let rest: Vec<(u64, String)> = state
-                        .visible(tenant)
-                        .into_iter()
-                        .filter(|position| after.as_ref().is_none_or(|after| position > after))
-                        .collect();
-                    let page: Vec<(u64, String)> = rest.iter().take(PAGE_LIMIT).cloned().collect();
-                    let more = rest.len() > PAGE_LIMIT;
-                    match (more, page.last()) {
-                        (true, Some(last)) => {
-                            state.cursors.insert(tenant, last.clone());
-                        }
-                        _ => {
-                            state.cursors.remove(&tenant);
-                        }
-                    }
-                    Expect::Page {
-                        decision: Decision::ListTenantFiltered,
-                        ids: page.into_iter().map(|(_, id)| id).collect(),
-                        more,
-                    }
-                }
-            }
-            Step::Claim { worker } => state.claim(worker),
+                limit,
+            } => state.list(tenant, negotiated, cursor, limit),
+            Step::Claim { worker, max } => state.claim(worker, max),
             Step::Write {
                 worker,
                 next,
                 foreign,
-            } => state.write(worker, WRITE_TARGETS[usize::from(next % 4)], foreign),
+                message,
+                outcome,
+            } => state.write(worker, write_target(next), foreign, message, outcome),
             Step::Crash { worker } => {
                 state.held.remove(&worker);
                 Expect::Nothing
             }
-            Step::Sweep => {
-                let expired: Vec<String> = state
-                    .tasks
-                    .iter()
-                    .filter(|(_, task)| state.expired(task))
-                    .map(|(id, _)| id.clone())
-                    .collect();
-                for id in &expired {
-                    let task = state.tasks.remove(id).expect("listed");
-                    if let Some(key) = task.key {
-                        state.keys.remove(&(task.owner, key));
-                    }
-                }
-                Expect::Swept(expired.len())
-            }
+            Step::Release => state.release(),
+            Step::Sweep { max } => state.sweep(max),
             Step::Advance { ms } => {
                 state.now_ms += u64::from(ms);
                 Expect::Nothing
@@ -715,39 +1557,31 @@ impl Sut {
     pub fn step(&mut self, model: &Model, step: &Step) -> Result<(), String> {
         let failed = |error: StoreError| format!("{step:?}: store error: {error}");
         let now_ms = model.now_ms;
-        let shown = |answer: &crate::store::Answer| {
-            answer
-                .record
-                .as_ref()
-                .map(|record| (record.task_id.clone(), record.status, record.version))
-        };
+        let shown = |answer: &crate::store::Answer| answer.record.as_ref().map(ModelView::of);
         let got = match *step {
             Step::Create(create) => {
-                let answer = self
-                    .store
-                    .create(&CreateCommand {
-                        caller: caller_of(create.tenant),
-                        negotiated: negotiated_of(create.negotiated),
-                        task_support: support_of(create.support),
-                        task_requested: create.task,
-                        idempotency_key: create.key.map(|key| format!("key-{key}")),
-                        request: WrappedRequest {
-                            method: "tools/call".into(),
-                            name: "export".into(),
-                            arguments: Some(json!({ "n": create.args })),
-                        },
-                        ttl_ms: TTL_CHOICES_MS[usize::from(create.ttl % 3)],
-                        poll_interval_ms: None,
-                        task_id: model.next_task_id.clone(),
-                        correlation_id: model.next_task_id.clone(),
-                        now_ms,
-                        era: crate::contract::Era::Core2025,
-                        input_responses: None,
-                    })
-                    .map_err(failed)?;
-                Expect::Answer {
-                    decision: answer.decision,
-                    record: shown(&answer),
+                let created = self.store.create(&CreateCommand {
+                    caller: caller_of(create.tenant),
+                    negotiated: negotiated_of(create.negotiated),
+                    task_support: support_of(create.support),
+                    task_requested: create.task,
+                    idempotency_key: create.key.map(key_of),
+                    request: request_of(create.args),
+                    ttl_ms: ttl_of(create.ttl),
+                    poll_interval_ms: poll_of(create.poll),
+                    task_id: model.next_task_id.clone(),
+                    correlation_id: model.next_correlation_id.clone(),
+                    now_ms,
+                    era: create.era,
+                    input_responses: admission_answers(create.responses).as_ref().map(input_map),
+                });
+                match created {
+                    Ok(answer) => Expect::Answer {
+                        decision: answer.decision,
+                        record: shown(&answer),
+                    },
+                    Err(StoreError::Duplicate { task_id }) => Expect::Duplicate { task_id },
+                    Err(error) => return Err(failed(error)),
                 }
             }
             Step::Get { tenant, task } | Step::Result { tenant, task } => {
@@ -789,8 +1623,29 @@ impl Sut {
                     record: shown(&answer),
                 }
             }
+            Step::AnswerInput { tenant, task, keys } => {
+                let answer = self
+                    .store
+                    .answer_input(&InputCommand {
+                        task_id: model.address(task),
+                        caller: caller_of(tenant),
+                        responses: answered_keys(keys)
+                            .into_iter()
+                            .map(|key| (key.to_owned(), answer_of(key, now_ms)))
+                            .collect(),
+                        now_ms,
+                    })
+                    .map_err(failed)?;
+                Expect::Answer {
+                    decision: answer.decision,
+                    record: shown(&answer),
+                }
+            }
             Step::List {
-                tenant, negotiated, ..
+                tenant,
+                negotiated,
+                limit,
+                ..
             } => {
                 let cursor = model
                     .sent_cursor_of
@@ -801,7 +1656,7 @@ impl Sut {
                         negotiated: negotiated_of(negotiated),
                         caller: caller_of(tenant),
                         cursor,
-                        limit: PAGE_LIMIT,
+                        limit,
                         now_ms,
                     })
                     .map_err(failed)?;
@@ -813,34 +1668,29 @@ impl Sut {
                 }
                 Expect::Page {
                     decision: page.decision,
-                    ids: page.tasks.iter().map(|task| task.task_id.clone()).collect(),
+                    tasks: page.tasks.iter().map(ModelView::of).collect(),
                     more: page.next_cursor.is_some(),
                 }
             }
-            Step::Claim { worker } => {
+            Step::Claim { worker, max } => {
                 let claims = self
                     .store
-                    .claim(&format!("worker-{worker}"), now_ms, LEASE_MS, 1)
+                    .claim(&format!("worker-{worker}"), now_ms, LEASE_MS, max)
                     .map_err(failed)?;
-                Expect::Claim(claims.into_iter().next().map(|claim| {
-                    (
-                        claim.task_id,
-                        claim.attempt,
-                        claim.task_version,
-                        claim.task_status,
-                    )
-                }))
+                Expect::Claim(claims.iter().map(ClaimView::of).collect())
             }
             Step::Write {
                 worker,
                 next,
                 foreign,
+                message,
+                outcome,
             } => {
                 let held = model
                     .wrote_with
                     .clone()
                     .ok_or_else(|| format!("worker-{worker} writes without a claim"))?;
-                let next = WRITE_TARGETS[usize::from(next % 4)];
+                let next = write_target(next);
                 let caller = if foreign {
                     (held.owner + 1) % TENANTS
                 } else {
@@ -853,12 +1703,10 @@ impl Sut {
                         caller: caller_of(caller),
                         expected_version: held.version,
                         next,
-                        outcome: next.is_terminal().then(|| TaskOutcome::Result {
-                            result: json!({ "content": [], "isError": next == TaskStatus::Failed }),
-                        }),
-                        status_message: None,
+                        outcome: next.is_terminal().then(|| outcome_of(outcome)),
+                        status_message: message.map(str::to_owned),
                         now_ms,
-                        input_requests: None,
+                        input_requests: model.asked.as_ref().map(input_map),
                     })
                     .map_err(failed)?;
                 let acked = if matches!(
@@ -880,20 +1728,25 @@ impl Sut {
                     acked,
                 }
             }
-            Step::Sweep => Expect::Swept(self.store.sweep_expired(now_ms, 100).map_err(failed)?),
+            Step::Release => {
+                Expect::Released(self.store.release_expired_leases(now_ms).map_err(failed)?)
+            }
+            Step::Sweep { max } => {
+                Expect::Swept(self.store.sweep_expired(now_ms, max).map_err(failed)?)
+            }
             Step::Crash { .. } | Step::Advance { .. } => Expect::Nothing,
         };
         if got != model.expect {
             return Err(format!(
-                "{step:?} at {now_ms} ms: the store answered {got:?}, the model expects {:?}",
-                model.expect
+                "{step:?} at {now_ms} ms: {}",
+                mismatch(&got, &model.expect)
             ));
         }
         self.compare_state(model)
     }
 
-    /// The whole store read back: every model task with its status and version, and no
-    /// task the model does not know.
+    /// The whole store read back: every live model task in full (every record field), and
+    /// no swept task left behind.
     fn compare_state(&self, model: &Model) -> Result<(), String> {
         for (task_id, task) in &model.tasks {
             let stored = self
@@ -903,17 +1756,12 @@ impl Sut {
             let Some(stored) = stored else {
                 return Err(format!("{task_id} is missing from the store"));
             };
-            if (stored.status, stored.version, stored.auth_key.as_str())
-                != (task.status, task.version, caller_of(task.owner).as_str())
-            {
+            let stored = ModelView::of(&stored);
+            let want = task.view(task_id);
+            if stored != want {
                 return Err(format!(
-                    "{task_id} is stored as {} v{} of {}, the model has {} v{} of {}",
-                    stored.status.as_str(),
-                    stored.version,
-                    stored.auth_key,
-                    task.status.as_str(),
-                    task.version,
-                    caller_of(task.owner)
+                    "{task_id} is stored otherwise than the model has it: {}",
+                    stored.differences(&want)
                 ));
             }
         }
