@@ -258,7 +258,8 @@ fn input_requests_only_go_with_input_required_and_are_never_empty() {
     let scratch = support::Scratch::new("bad-input");
     let mut options = SqliteOptions::new(scratch.join("input.db"));
     options.synchronous = Synchronous::Normal;
-    let stores: Vec<(&str, Box<dyn TaskStore>)> = vec![
+    #[allow(unused_mut)] // PostgreSQL joins only with its feature
+    let mut stores: Vec<(&str, Box<dyn TaskStore>)> = vec![
         (
             "memory",
             Box::new(MemoryStore::open(&StoreOptions::default()).unwrap()),
@@ -268,6 +269,14 @@ fn input_requests_only_go_with_input_required_and_are_never_empty() {
             Box::new(SqliteStore::open(&options, &StoreOptions::default()).unwrap()),
         ),
     ];
+    #[cfg(feature = "postgres")]
+    let pg = support::Postgres::start("bad_input");
+    #[cfg(feature = "postgres")]
+    if let Some(pg) = &pg {
+        use tasklatch::store::StoreFactory;
+        let factory = tasklatch::store::PostgresFactory::new(&pg.url, &pg.schema()).unwrap();
+        stores.push(("postgres", factory.open(&StoreOptions::default()).unwrap()));
+    }
     let mut asked = serde_json::Map::new();
     asked.insert(
         "confirm".into(),
@@ -304,5 +313,37 @@ fn input_requests_only_go_with_input_required_and_are_never_empty() {
             }
         }
         assert_eq!(store.read("t").unwrap(), before, "{name}: nothing changed");
+        // A question already answered may not be asked again (the record would hold it
+        // both open and answered): refused, and the store goes on serving.
+        let ask = write(TaskStatus::InputRequired, Some(asked.clone()));
+        assert!(
+            store.transition(&ask).unwrap().record.is_some(),
+            "{name}: asked"
+        );
+        let answer = tasklatch::store::InputCommand {
+            task_id: "t".into(),
+            caller: "tenant-a/alice".into(),
+            responses: asked.clone(),
+            now_ms: 30,
+        };
+        let answered = store.answer_input(&answer).unwrap().record.unwrap();
+        let again = TransitionCommand {
+            expected_version: answered.version,
+            now_ms: 40,
+            ..write(TaskStatus::InputRequired, Some(asked.clone()))
+        };
+        match store.transition(&again) {
+            Err(StoreError::Invalid(reason)) => {
+                assert!(reason.contains("already answered"), "{name}: {reason}")
+            }
+            other => {
+                panic!("{name}: re-asking an answered question must be refused, got {other:?}")
+            }
+        }
+        assert_eq!(
+            store.read("t").unwrap(),
+            Some(answered),
+            "{name}: nothing changed"
+        );
     }
 }

@@ -1602,6 +1602,7 @@ fn transitions_round_trip(factory: &dyn StoreFactory) -> Result<String, String> 
         "t-complete",
         "t-rpc-data",
         "t-rpc-bare",
+        "t-rpc-null",
         "t-failed-result",
         "t-worker-cancel",
         "t-completed-bare",
@@ -1683,6 +1684,19 @@ fn transitions_round_trip(factory: &dyn StoreFactory) -> Result<String, String> 
                 code: i64::MIN,
                 message: String::new(),
                 data: None,
+            }),
+            None,
+            base_ms + 701,
+        ),
+        // `data: null` is no data: written, answered and read back as none everywhere.
+        step(
+            "t-rpc-null",
+            1,
+            TaskStatus::Failed,
+            Some(TaskOutcome::RpcError {
+                code: -32_000,
+                message: "no detail".into(),
+                data: Some(Value::Null),
             }),
             None,
             base_ms + 701,

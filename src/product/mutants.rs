@@ -57,11 +57,30 @@ pub enum Mutant {
     /// A claim of an outbox entry reports the task as `working` whatever is stored, so a
     /// finished task is published to a worker again (which drops it as a duplicate).
     ClaimStatusStale,
+    /// A transition to `failed` with a JSON-RPC error stores it without its `data`.
+    RpcErrorDataDropped,
+    /// A transition's new status message is ignored: the old one is kept.
+    StatusMessageKept,
+    /// An admission stores no poll interval.
+    PollIntervalDropped,
+    /// An admission stores its TTL cut to whole seconds (and expires by it).
+    TtlTruncated,
+    /// An admission stores its creation time cut to whole seconds.
+    CreatedAtTruncated,
+    /// An answer to an open question closes it but is not kept for the tool.
+    InputResponsesDropped,
+    /// A list page that ends exactly at the caller's last task still carries a cursor.
+    CursorOnExactPage,
+    /// A sweep deletes one more expired task than it is allowed to.
+    SweepOverMax,
+    /// An admission whose id the store already holds is answered with the existing record
+    /// instead of being refused.
+    IdCollisionAnswered,
 }
 
 impl Mutant {
     /// Every mutant, in matrix order.
-    pub const ALL: [Mutant; 15] = [
+    pub const ALL: [Mutant; 24] = [
         Mutant::RequiredSyncAccepted,
         Mutant::ForbiddenTaskAccepted,
         Mutant::CreateWithoutCapability,
@@ -77,6 +96,15 @@ impl Mutant {
         Mutant::ListUnfiltered,
         Mutant::ReplayErrs,
         Mutant::ClaimStatusStale,
+        Mutant::RpcErrorDataDropped,
+        Mutant::StatusMessageKept,
+        Mutant::PollIntervalDropped,
+        Mutant::TtlTruncated,
+        Mutant::CreatedAtTruncated,
+        Mutant::InputResponsesDropped,
+        Mutant::CursorOnExactPage,
+        Mutant::SweepOverMax,
+        Mutant::IdCollisionAnswered,
     ];
 
     /// The mutant's name, as `TASKLATCH_MUTANT` and the matrix spell it.
@@ -97,6 +125,15 @@ impl Mutant {
             Mutant::ListUnfiltered => "list-unfiltered",
             Mutant::ReplayErrs => "replay-errs",
             Mutant::ClaimStatusStale => "claim-status-stale",
+            Mutant::RpcErrorDataDropped => "rpc-error-data-dropped",
+            Mutant::StatusMessageKept => "status-message-kept",
+            Mutant::PollIntervalDropped => "poll-interval-dropped",
+            Mutant::TtlTruncated => "ttl-truncated",
+            Mutant::CreatedAtTruncated => "created-at-truncated",
+            Mutant::InputResponsesDropped => "input-responses-dropped",
+            Mutant::CursorOnExactPage => "cursor-on-exact-page",
+            Mutant::SweepOverMax => "sweep-over-max",
+            Mutant::IdCollisionAnswered => "id-collision-answered",
         }
     }
 
@@ -129,7 +166,26 @@ impl Mutant {
     /// contract's cases against the guards, must kill it) rather than breaking a store's
     /// own work around them, which only engines that run a store can see.
     pub fn in_contract(self) -> bool {
-        !matches!(self, Mutant::ReplayErrs | Mutant::ClaimStatusStale)
+        !self.in_store()
+    }
+
+    /// Whether the mutant breaks what a store writes, answers or reports beyond the
+    /// contract's decisions (fields, claims, replays): engines that run a store see it.
+    pub fn in_store(self) -> bool {
+        matches!(
+            self,
+            Mutant::ReplayErrs
+                | Mutant::ClaimStatusStale
+                | Mutant::RpcErrorDataDropped
+                | Mutant::StatusMessageKept
+                | Mutant::PollIntervalDropped
+                | Mutant::TtlTruncated
+                | Mutant::CreatedAtTruncated
+                | Mutant::InputResponsesDropped
+                | Mutant::CursorOnExactPage
+                | Mutant::SweepOverMax
+                | Mutant::IdCollisionAnswered
+        )
     }
 
     /// Whether loom's models must kill it: the version check and the terminal latch.

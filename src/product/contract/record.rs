@@ -200,7 +200,9 @@ impl TaskRecord {
         let kept = after.input_responses.get_or_insert_with(Map::new);
         for key in answered {
             still_open.remove(key);
-            kept.insert(key.clone(), responses[key].clone());
+            if !crate::mutants::on(crate::mutants::Mutant::InputResponsesDropped) {
+                kept.insert(key.clone(), responses[key].clone());
+            }
         }
         after.version = self.version + 1;
         after.updated_at_ms = now_ms.max(self.updated_at_ms);

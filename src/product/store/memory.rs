@@ -111,10 +111,11 @@ impl TaskStore for MemoryStore {
             contract::guard_create(&command.contract_request(&digest), bound, command.now_ms);
         match decision {
             Decision::AcceptTask => {
-                if state.tasks.contains_key(&command.task_id) {
-                    return Err(StoreError::Duplicate {
+                if let Some(existing) = state.tasks.get(&command.task_id) {
+                    let duplicate = StoreError::Duplicate {
                         task_id: command.task_id.clone(),
-                    });
+                    };
+                    return crate::store::collided(duplicate, || Ok(Some(existing.clone())));
                 }
                 // An expired task no longer holds its key: release it before rebinding.
                 if let Some(expired_id) = bound.map(|record| record.task_id.clone()) {
@@ -156,7 +157,9 @@ impl TaskStore for MemoryStore {
         if decision != Decision::ApplyTransition {
             return Ok(Answer::new(decision, current.cloned()));
         }
-        let after = applied_transition(current.expect("apply implies found"), command);
+        let current = current.expect("apply implies found");
+        crate::store::check_questions_are_new(current, command)?;
+        let after = applied_transition(current, command);
         state.tasks.insert(after.task_id.clone(), after.clone());
         Ok(Answer::new(decision, Some(after)))
     }
@@ -313,7 +316,7 @@ impl TaskStore for MemoryStore {
             .map(|record| (record.expires_at_ms.unwrap_or(0), record.task_id.clone()))
             .collect();
         expired.sort();
-        expired.truncate(max);
+        expired.truncate(crate::store::sweep_bound(max));
         for (_, task_id) in &expired {
             state.remove(task_id);
         }

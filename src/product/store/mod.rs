@@ -140,14 +140,33 @@ impl CreateCommand {
             tool_name: self.request.name.clone(),
             request_digest: digest,
             idempotency_key: self.idempotency_key.clone(),
-            now_ms: self.now_ms,
-            ttl_ms: self.ttl_ms,
-            poll_interval_ms: self.poll_interval_ms,
+            now_ms: mutated_admission_time(self.now_ms),
+            ttl_ms: self.ttl_ms.map(mutated_ttl),
+            poll_interval_ms: self
+                .poll_interval_ms
+                .filter(|_| !crate::mutants::on(crate::mutants::Mutant::PollIntervalDropped)),
             correlation_id: self.correlation_id.clone(),
             era: self.era,
             input_responses: self.input_responses.clone(),
         })
     }
+}
+
+/// The admission time every adapter stores (the `created-at-truncated` mutant cuts it to
+/// whole seconds).
+fn mutated_admission_time(now_ms: u64) -> u64 {
+    if crate::mutants::on(crate::mutants::Mutant::CreatedAtTruncated) {
+        return now_ms / 1_000 * 1_000;
+    }
+    now_ms
+}
+
+/// The TTL every adapter stores (the `ttl-truncated` mutant cuts it to whole seconds).
+fn mutated_ttl(ttl_ms: u64) -> u64 {
+    if crate::mutants::on(crate::mutants::Mutant::TtlTruncated) {
+        return ttl_ms / 1_000 * 1_000;
+    }
+    ttl_ms
 }
 
 /// A worker's or the sweeper's write.
@@ -553,7 +572,13 @@ pub fn list_page(
     mut tasks: Vec<TaskRecord>,
     limit: usize,
 ) -> ListPage {
-    let next_cursor = if tasks.len() > limit {
+    // The `cursor-on-exact-page` mutant also gives an exactly full last page a cursor.
+    let more = if crate::mutants::on(crate::mutants::Mutant::CursorOnExactPage) {
+        tasks.len() >= limit
+    } else {
+        tasks.len() > limit
+    };
+    let next_cursor = if more {
         tasks.truncate(limit);
         tasks.last().map(|last| {
             crate::contract::encode_cursor(secret, caller, &crate::contract::ListPosition::of(last))
@@ -566,6 +591,15 @@ pub fn list_page(
         tasks,
         next_cursor,
     }
+}
+
+/// The most one sweep deletes: `max`. Every adapter sweeps through here (the
+/// `sweep-over-max` mutant deletes one more).
+pub fn sweep_bound(max: usize) -> usize {
+    if crate::mutants::on(crate::mutants::Mutant::SweepOverMax) {
+        return max.saturating_add(1);
+    }
+    max
 }
 
 /// Clamps a requested page size into `1..=LIST_LIMIT_MAX`.
@@ -621,16 +655,59 @@ pub const CANCEL_MESSAGE: &str = "cancelled by the requestor";
 pub fn applied_transition(current: &TaskRecord, command: &TransitionCommand) -> TaskRecord {
     let mut after = current.with_status(command.next, command.now_ms);
     if command.next.is_terminal() {
-        after.outcome = command.outcome.clone();
+        after.outcome = written_outcome(command);
     }
-    if command.status_message.is_some() {
-        after.status_message = command.status_message.clone();
+    if let Some(message) = written_message(command) {
+        after.status_message = Some(message.clone());
     }
     if command.next == TaskStatus::InputRequired {
         after.input_requests = command.input_requests.clone();
     }
     after.assert_invariants();
     after
+}
+
+/// The outcome a transition writes: the command's, with an error's `data: null` written as
+/// no data (a stored row cannot tell them apart, so no adapter may answer otherwise).
+/// Every adapter writes its row and builds its answer through here (the
+/// `rpc-error-data-dropped` mutant loses an error's `data`).
+pub fn written_outcome(command: &TransitionCommand) -> Option<TaskOutcome> {
+    let mut outcome = command.outcome.clone();
+    if let Some(TaskOutcome::RpcError { data, .. }) = &mut outcome
+        && data.as_ref().is_some_and(Value::is_null)
+    {
+        *data = None;
+    }
+    if crate::mutants::on(crate::mutants::Mutant::RpcErrorDataDropped)
+        && let Some(TaskOutcome::RpcError { data, .. }) = &mut outcome
+    {
+        *data = None;
+    }
+    outcome
+}
+
+/// The status message a transition writes (`None` keeps the stored one). Every adapter
+/// writes through here (the `status-message-kept` mutant ignores a new message).
+pub fn written_message(command: &TransitionCommand) -> Option<&String> {
+    if crate::mutants::on(crate::mutants::Mutant::StatusMessageKept) {
+        return None;
+    }
+    command.status_message.as_ref()
+}
+
+/// An admission whose id the store already holds: refused with the insert's `Duplicate`.
+/// Every adapter answers through here (the `id-collision-answered` mutant answers with
+/// the existing record as if it had been admitted; `existing` reads it).
+pub fn collided(
+    error: StoreError,
+    existing: impl FnOnce() -> Result<Option<TaskRecord>, StoreError>,
+) -> Result<Answer, StoreError> {
+    if crate::mutants::on(crate::mutants::Mutant::IdCollisionAnswered)
+        && matches!(error, StoreError::Duplicate { .. })
+    {
+        return Ok(Answer::new(Decision::AcceptTask, existing()?));
+    }
+    Err(error)
 }
 
 /// The answer to an idempotent replay: the bound task. Every adapter answers through here
@@ -683,6 +760,26 @@ pub fn cancelled_record(current: &TaskRecord, now_ms: u64) -> TaskRecord {
     after.cancel_requested = true;
     after.status_message = Some(CANCEL_MESSAGE.to_owned());
     after
+}
+
+/// A question may be asked only once: a transition that asks a key the task already has
+/// an answer for is refused (the record it would leave breaks the record invariants, and
+/// a store must say so instead of panicking or storing it). Stores call this with the
+/// record the contract allowed the transition on.
+pub fn check_questions_are_new(
+    current: &TaskRecord,
+    command: &TransitionCommand,
+) -> Result<(), StoreError> {
+    let (Some(asked), Some(answered)) = (&command.input_requests, &current.input_responses) else {
+        return Ok(());
+    };
+    match asked.keys().find(|key| answered.contains_key(*key)) {
+        Some(key) => Err(StoreError::Invalid(format!(
+            "task {}: input request {key:?} was already answered; ask a new key",
+            command.task_id
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Preconditions of a transition command that no store should ever see broken.

@@ -321,9 +321,18 @@ impl TaskStore for PostgresStore {
         let mut connection = self.lock()?;
         let insert = connection.prepared(&insert_admission_sql(), "create a task")?;
         for _ in 0..CREATE_ATTEMPTS_MAX {
-            if let Some(inserted) =
-                insert_admission(&mut connection.client, &insert, &task, &request_json)?
-            {
+            let inserted =
+                match insert_admission(&mut connection.client, &insert, &task, &request_json) {
+                    Err(duplicate @ StoreError::Duplicate { .. }) => {
+                        let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = $1");
+                        return super::collided(duplicate, || {
+                            let held = connection.tasks(&sql, &[&record.task_id], "create a task");
+                            Ok(held?.pop())
+                        });
+                    }
+                    other => other?,
+                };
+            if let Some(inserted) = inserted {
                 return Ok(Answer::new(Decision::AcceptTask, Some(inserted)));
             }
             // The key is bound: classify against the holder.
@@ -395,9 +404,20 @@ impl TaskStore for PostgresStore {
         );
         let now_ms = sql_int(command.now_ms, "now_ms")?;
         let expected = sql_int(command.expected_version, "expected_version")?;
-        let outcome = encode_outcome(&command.outcome);
+        let outcome = encode_outcome(&super::written_outcome(command));
+        let message = super::written_message(command);
         let input_requests = encode_input(&command.input_requests);
         let mut connection = self.lock()?;
+        if command.input_requests.is_some() {
+            // Only a working task can be asked (the swap pins its version), and a working
+            // task's answers cannot change: what is read here is what the swap writes over.
+            let current = connection.read_task(&command.task_id)?;
+            if let Some(current) =
+                current.filter(|current| current.version == command.expected_version)
+            {
+                super::check_questions_are_new(&current, command)?;
+            }
+        }
         let applied = connection
             .tasks(
                 &sql,
@@ -405,7 +425,7 @@ impl TaskStore for PostgresStore {
                     &command.next.as_str(),
                     &now_ms,
                     &outcome,
-                    &command.status_message,
+                    &message,
                     &command.task_id,
                     &command.caller,
                     &expected,
@@ -613,7 +633,7 @@ impl TaskStore for PostgresStore {
         let changed = self.lock()?.execute(
             "DELETE FROM tasks WHERE task_id IN (SELECT task_id FROM tasks \
                      WHERE expires_at_ms <= $1 ORDER BY expires_at_ms, task_id LIMIT $2)",
-            &[&now, &sql_limit(max)],
+            &[&now, &sql_limit(super::sweep_bound(max))],
             "sweep expired tasks",
         )?;
         Ok(changed as usize)

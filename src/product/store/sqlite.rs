@@ -268,7 +268,9 @@ impl TaskStore for SqliteStore {
                         )
                         .map_err(&failed)?;
                 }
-                insert_task(&transaction, &task)?;
+                if let Err(error) = insert_task(&transaction, &task) {
+                    return super::collided(error, || read_task(&transaction, &record.task_id));
+                }
                 transaction
                     .prepare_cached(
                         "INSERT INTO outbox (task_id, auth_key, request, enqueued_at_ms) \
@@ -312,6 +314,7 @@ impl TaskStore for SqliteStore {
             return Ok(Answer::new(decision, before));
         }
         let before = before.expect("apply implies found");
+        super::check_questions_are_new(&before, command)?;
         let sql = format!(
             "UPDATE tasks SET status = ?1, version = version + 1, \
                  updated_at_ms = max(updated_at_ms, ?2), outcome = ?3, \
@@ -334,8 +337,8 @@ impl TaskStore for SqliteStore {
                 statement.execute(params![
                     command.next.as_str(),
                     now,
-                    encode_outcome(&command.outcome),
-                    command.status_message,
+                    encode_outcome(&super::written_outcome(command)),
+                    super::written_message(command),
                     command.task_id,
                     command.caller,
                     expected,
@@ -580,7 +583,10 @@ impl TaskStore for SqliteStore {
             .execute(
                 "DELETE FROM tasks WHERE task_id IN (SELECT task_id FROM tasks \
                      WHERE expires_at_ms <= ?1 ORDER BY expires_at_ms, task_id LIMIT ?2)",
-                params![sql_int(now_ms, "now_ms")?, sql_limit(max)],
+                params![
+                    sql_int(now_ms, "now_ms")?,
+                    sql_limit(super::sweep_bound(max))
+                ],
             )
             .map_err(backend("sweep expired tasks"))
     }
