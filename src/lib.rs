@@ -34,7 +34,8 @@
 //!   the proptest machine and a simulation hunt on your [`StoreFactory`] and reports.
 //! - [`conformance`] — the store conformance suite.
 //! - [`fixture`] — contract fixtures (`tasklatch.contract-fixture/v1`): load, replay.
-//! - [`check`] — the oracle: invariants I1–I10 over a recorded history, one function each.
+//! - [`check`] — the oracle: invariants I1–I16, fault accounting F1–F3 and counter rules
+//!   C1–C4 over a recorded history, one function each.
 //! - [`interleave`] — the proptest state machine and the loom models.
 //! - `sim` (feature `sim`) — the deterministic simulation: scenarios, the world built with
 //!   a store ([`sim::Sim`]), and `sim::shrink`, the minimiser of a failing run.

@@ -4,8 +4,10 @@
 //! in real task stores, planted in the contract's guard
 //! *and* in each store adapter's predicate that enforces the same rule (the SQL adapters
 //! re-check tenant, version, status and expiry in their `WHERE`), so no second line of
-//! defence hides it. The kill matrix (`tasklatch::matrix`, `tasklatch mutants`) runs every
-//! engine against every mutant.
+//! defence hides it. The mutants of a store's own work ([`Mutant::in_store`]: what a write
+//! stores, what a claim reports, replays, pages, sweeps, id collisions) are planted at the
+//! one shared helper every adapter goes through. The kill matrix (`tasklatch::matrix`,
+//! `tasklatch mutants`) runs every engine against every mutant.
 //!
 //! This module is a leaf: it depends on nothing in the crate, so the product can carry its
 //! hooks while the harness that judges them stays outside the product.

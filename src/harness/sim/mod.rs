@@ -23,7 +23,7 @@ pub use outcome::{
     SimOutcome, offset_ms, parse_seed_range, repro_command, seeds_from_env, store_for,
 };
 pub use scenario::{
-    FaultKind, Faults, KNOWN_MARKS, Knobs, Plan, PlannedFault, SCENARIO_SCHEMA, Scenario,
+    Breadth, FaultKind, Faults, KNOWN_MARKS, Knobs, Plan, PlannedFault, SCENARIO_SCHEMA, Scenario,
 };
 pub use world::{Sim, Sweep, run_seed, run_seed_with};
 
