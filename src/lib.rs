@@ -37,6 +37,8 @@
 //! - [`check`] — the oracle: invariants I1–I16, fault accounting F1–F3 and counter rules
 //!   C1–C4 over a recorded history, one function each.
 //! - [`interleave`] — the proptest state machine and the loom models.
+//! - [`report`] — plain report helpers: whole-file writes, the commit named, XML escaping,
+//!   budgets (the hunt writes through them; commands without the simulation can too).
 //! - `sim` (feature `sim`) — the deterministic simulation: scenarios, the world built with
 //!   a store ([`sim::Sim`]), and `sim::shrink`, the minimiser of a failing run.
 //! - `hunt` (feature `sim`) — `tasklatch hunt`: sharded, budgeted race hunting; failures
@@ -101,6 +103,8 @@ pub mod interleave;
 #[cfg(feature = "mutants")]
 #[path = "harness/matrix.rs"]
 pub mod matrix;
+#[path = "harness/report.rs"]
+pub mod report;
 #[cfg(all(feature = "sim", madsim))]
 #[path = "harness/sim/mod.rs"]
 pub mod sim;

@@ -687,7 +687,7 @@ mod hunting {
             Err(error) => return bad(format_args!("--shard {error}")),
         };
         let budget = match (&args.budget, args.seeds) {
-            (Some(text), _) => match hunt::parse_budget(text) {
+            (Some(text), _) => match tasklatch::report::parse_budget(text) {
                 Ok(budget) => Some(budget),
                 Err(error) => return bad(format_args!("--budget {error}")),
             },

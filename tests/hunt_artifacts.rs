@@ -108,7 +108,7 @@ fn writers_escape_and_write_whole() {
 
     let folder = scratch("whole");
     let path = folder.join("report.xml");
-    artifact::write_whole(&path, &junit).expect("written");
+    tasklatch::report::write_whole(&path, &junit).expect("written");
     assert_eq!(std::fs::read_to_string(&path).expect("read"), junit);
     let leftovers: Vec<_> = std::fs::read_dir(&folder)
         .expect("listed")
@@ -116,8 +116,8 @@ fn writers_escape_and_write_whole() {
         .filter(|entry| entry.file_name().to_string_lossy().ends_with(".partial"))
         .collect();
     assert!(leftovers.is_empty(), "a temporary file was left behind");
-    let error =
-        artifact::write_whole(&folder.join("missing/report.xml"), "x").expect_err("no folder");
+    let error = tasklatch::report::write_whole(&folder.join("missing/report.xml"), "x")
+        .expect_err("no folder");
     assert!(error.contains("missing/report.xml"), "{error}");
 }
 

@@ -44,10 +44,16 @@ fn shard_and_budget_arguments_are_checked() {
     for bad in ["4/4", "1", "a/2", "0/0", "-1/3"] {
         assert!(Shard::parse(bad).is_err(), "{bad}");
     }
-    assert_eq!(hunt::parse_budget("90").unwrap().as_secs(), 90);
-    assert_eq!(hunt::parse_budget("10m").unwrap().as_secs(), 600);
-    assert_eq!(hunt::parse_budget("1h 30m").unwrap().as_secs(), 5_400);
-    assert!(hunt::parse_budget("soon").is_err());
+    assert_eq!(tasklatch::report::parse_budget("90").unwrap().as_secs(), 90);
+    assert_eq!(
+        tasklatch::report::parse_budget("10m").unwrap().as_secs(),
+        600
+    );
+    assert_eq!(
+        tasklatch::report::parse_budget("1h 30m").unwrap().as_secs(),
+        5_400
+    );
+    assert!(tasklatch::report::parse_budget("soon").is_err());
 }
 
 #[test]

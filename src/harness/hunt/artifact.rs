@@ -15,6 +15,7 @@
 
 use super::HuntReport;
 use super::swimlane;
+use crate::report::{write_whole, xml_escape as escape};
 use crate::sim::shrink::{Shrunk, Size};
 use crate::sim::{Plan, Scenario, SimOutcome};
 use serde::{Deserialize, Serialize};
@@ -242,37 +243,6 @@ fn timeline_text(outcome: &SimOutcome, repro: &str, commit: &str, mutant: Option
     text
 }
 
-/// Writes `text` to `path` under a temporary name first, so a reader never sees half.
-pub fn write_whole(path: &Path, text: &str) -> Result<(), String> {
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".partial");
-    let temporary = PathBuf::from(temporary);
-    std::fs::write(&temporary, text)
-        .and_then(|()| std::fs::rename(&temporary, path))
-        .map_err(|error| format!("{}: cannot write: {error}", path.display()))
-}
-
-/// The commit being hunted: `git rev-parse HEAD` (with `-dirty` when tracked files
-/// changed), else `GITHUB_SHA`, else `unknown`.
-///
-/// Environment: `GITHUB_SHA` names the commit when `git` cannot (a CI checkout without
-/// history, say).
-pub fn commit() -> String {
-    let git = |args: &[&str]| std::process::Command::new("git").args(args).output().ok();
-    match git(&["rev-parse", "HEAD"]) {
-        Some(output) if output.status.success() => {
-            let mut commit = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|status| !status.stdout.is_empty());
-            if dirty {
-                commit.push_str("-dirty");
-            }
-            commit
-        }
-        _ => std::env::var("GITHUB_SHA").unwrap_or_else(|_| "unknown".into()),
-    }
-}
-
 /// A JUnit XML report: per scenario, one case for the seeds that passed and one per
 /// failure (its message the violation, its text the repro command and timeline path).
 pub fn junit(report: &HuntReport, failures: &[(PathBuf, FailureRecord)]) -> String {
@@ -320,22 +290,4 @@ pub fn junit(report: &HuntReport, failures: &[(PathBuf, FailureRecord)]) -> Stri
     }
     xml.push_str("</testsuites>\n");
     xml
-}
-
-/// Escapes text for XML attributes and content.
-pub(crate) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // XML 1.0 cannot carry most control characters, even escaped.
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t') => out.push('?'),
-            c => out.push(c),
-        }
-    }
-    out
 }

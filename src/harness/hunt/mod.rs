@@ -305,7 +305,7 @@ pub fn hunt_and_keep(
     );
     let report = hunt(config, progress);
     let mutant = crate::mutants::active_name();
-    let commit = artifact::commit();
+    let commit = crate::report::commit();
     let mut written = Vec::new();
     let mut warnings = Vec::new();
     for failure in &report.failures {
@@ -341,7 +341,7 @@ pub fn hunt_and_keep(
             std::fs::create_dir_all(parent)
                 .map_err(|error| format!("{}: {error}", parent.display()))?;
         }
-        artifact::write_whole(path, &artifact::junit(&report, &written))?;
+        crate::report::write_whole(path, &artifact::junit(&report, &written))?;
     }
     Ok(Finished {
         report,
@@ -419,13 +419,4 @@ impl Finished {
         }
         out
     }
-}
-
-/// Parses a budget such as `60s`, `10m`, `1h30m` or `90` (seconds).
-pub fn parse_budget(text: &str) -> Result<Duration, String> {
-    let bare: Result<u64, _> = text.parse();
-    if let Ok(seconds) = bare {
-        return Ok(Duration::from_secs(seconds));
-    }
-    humantime::parse_duration(text).map_err(|error| format!("{text:?}: {error}"))
 }

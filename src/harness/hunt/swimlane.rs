@@ -8,8 +8,8 @@
 //! Plain SVG 1.1 with no script or external reference: it renders on GitHub, in a
 //! browser, and in an image viewer.
 
-use super::artifact::escape;
 use crate::check::{AppliedKind, ClientOp, ClientResult, Event};
+use crate::report::xml_escape as escape;
 use crate::sim::{SimOutcome, offset_ms};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
