@@ -1173,66 +1173,10 @@ fn import_is_all_or_nothing(factory: &dyn StoreFactory) -> Result<String, String
 
 /// The first field in which `got` differs from `expected`, named with both values.
 fn record_diff(expected: &TaskRecord, got: &TaskRecord) -> Option<String> {
-    // Destructured, so a field added to `TaskRecord` must be added here too.
-    let TaskRecord {
-        task_id,
-        auth_key,
-        method,
-        tool_name,
-        request_digest,
-        idempotency_key,
-        status,
-        version,
-        created_at_ms,
-        updated_at_ms,
-        expires_at_ms,
-        ttl_ms,
-        poll_interval_ms,
-        cancel_requested,
-        outcome,
-        status_message,
-        correlation_id,
-        era,
-        input_requests,
-        input_responses,
-    } = expected;
-    macro_rules! compare {
-        ($($field:ident),*) => {
-            $(
-                if *$field != got.$field {
-                    return Some(format!(
-                        "field {}: expected {:?}, got {:?}",
-                        stringify!($field),
-                        $field,
-                        got.$field
-                    ));
-                }
-            )*
-        };
-    }
-    compare!(
-        task_id,
-        auth_key,
-        method,
-        tool_name,
-        request_digest,
-        idempotency_key,
-        status,
-        version,
-        created_at_ms,
-        updated_at_ms,
-        expires_at_ms,
-        ttl_ms,
-        poll_interval_ms,
-        cancel_requested,
-        outcome,
-        status_message,
-        correlation_id,
-        era,
-        input_requests,
-        input_responses
-    );
-    None
+    crate::check::record_differences(expected, got)
+        .into_iter()
+        .next()
+        .map(|(field, expected, got)| format!("field {field}: expected {expected}, got {got}"))
 }
 
 /// `got` is `expected`, field by field; the failure names the task, the view and the field.

@@ -27,7 +27,7 @@ const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
 /// A whole record as the oracle sees it: what an `Applied` event carries.
 #[derive(Clone, Debug, PartialEq)]
-struct Record<'h> {
+pub(super) struct Record<'h> {
     status: TaskStatus,
     version: u64,
     outcome: Option<&'h TaskOutcome>,
@@ -202,10 +202,10 @@ fn differences(expected: &Record<'_>, actual: &Record<'_>) -> Vec<String> {
 }
 
 /// A task's applied changes: event index, the record after it, what was asked, when.
-fn records<'h>(
-    history: &'h [Event],
-    facts: &TaskFacts,
-) -> Vec<(usize, Record<'h>, &'h Asked, AppliedKind, u64)> {
+pub(super) type Records<'h> = Vec<(usize, Record<'h>, &'h Asked, AppliedKind, u64)>;
+
+/// A task's applied changes, read once for I11, I12 and I16.
+pub(super) fn records<'h>(history: &'h [Event], facts: &TaskFacts) -> Records<'h> {
     facts
         .applied
         .iter()
@@ -243,13 +243,13 @@ pub(super) fn check_task(
     history: &[Event],
     task_id: &str,
     facts: &TaskFacts,
+    records: &Records<'_>,
     out: &mut Vec<Violation>,
 ) {
-    let records = records(history, facts);
     // I11: each answered record is the construction from the one before (as stored: one
     // wrong field is reported where it was written, not again at every later write).
     let mut before: Option<&Record<'_>> = None;
-    for (index, actual, asked, kind, at_ms) in &records {
+    for (index, actual, asked, kind, at_ms) in records {
         let base = if *kind == AppliedKind::Create {
             None
         } else {
@@ -537,12 +537,10 @@ pub(super) fn i15_one_creation_per_id(history: &[Event], out: &mut Vec<Violation
 /// I16: the answers reach the tool: a completed result that names an effect echoes
 /// (`answers`) exactly the answers stored at the version its completion expected.
 pub(super) fn i16_answers_reach_the_tool(
-    history: &[Event],
     task_id: &str,
-    facts: &TaskFacts,
+    records: &Records<'_>,
     out: &mut Vec<Violation>,
 ) {
-    let records = records(history, facts);
     for (position, (index, record, ..)) in records.iter().enumerate() {
         let Some(TaskOutcome::Result { result }) = record.outcome else {
             continue;

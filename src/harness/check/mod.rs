@@ -458,8 +458,9 @@ pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
         for invariant in invariants::PER_TASK {
             invariant(&task, context, &mut violations);
         }
-        fields::check_task(history, task_id, facts, &mut violations);
-        fields::i16_answers_reach_the_tool(history, task_id, facts, &mut violations);
+        let records = fields::records(history, facts);
+        fields::check_task(history, task_id, facts, &records, &mut violations);
+        fields::i16_answers_reach_the_tool(task_id, &records, &mut violations);
     }
     invariants::i4_tenant_isolation(history, &mut violations);
     invariants::i5_idempotent_admission(history, &mut violations);
@@ -492,4 +493,53 @@ fn violation(
         detail,
         events,
     }
+}
+
+/// The fields in which two records differ, each with both values (`Debug`), in
+/// [`TaskRecord`](crate::contract::TaskRecord)'s field order. Every field is named, so a field added to the record does
+/// not compile here until it is compared too. The store engines (conformance, proptest)
+/// word their failures from it.
+pub fn record_differences(
+    left: &crate::contract::TaskRecord,
+    right: &crate::contract::TaskRecord,
+) -> Vec<(&'static str, String, String)> {
+    // One list: the destructuring pattern is exhaustive, so the list cannot miss a field.
+    macro_rules! compare_all {
+        ($($field:ident),*) => {{
+            let crate::contract::TaskRecord { $($field),* } = left;
+            let mut out = Vec::new();
+            $(
+                if *$field != right.$field {
+                    out.push((
+                        stringify!($field),
+                        format!("{:?}", $field),
+                        format!("{:?}", right.$field),
+                    ));
+                }
+            )*
+            out
+        }};
+    }
+    compare_all!(
+        task_id,
+        auth_key,
+        method,
+        tool_name,
+        request_digest,
+        idempotency_key,
+        status,
+        version,
+        created_at_ms,
+        updated_at_ms,
+        expires_at_ms,
+        ttl_ms,
+        poll_interval_ms,
+        cancel_requested,
+        outcome,
+        status_message,
+        correlation_id,
+        era,
+        input_requests,
+        input_responses
+    )
 }

@@ -4,10 +4,8 @@
 //! history (a store call and its record are atomic in the simulation).
 
 use super::{AppliedKind, CheckContext, ClientOp, ClientResult, Event, Violation, violation};
+use crate::store::LIST_LIMIT_MAX;
 use std::collections::BTreeMap;
-
-/// The largest page a store returns (restated: `store::LIST_LIMIT_MAX`).
-const LIST_LIMIT_MAX: usize = 1_000;
 
 /// A task as its creation fact set it.
 struct Created<'h> {

@@ -31,7 +31,7 @@
 //! `store::cancelled_record`, `TaskRecord::with_input`, `store::input_decision`): it states
 //! the rules again, plainly, so a mutant planted in a guard or a builder is caught by the
 //! disagreement. Every answer that carries a record is compared in full, every
-//! `TaskRecord` field ([`ModelView`]); a list page task by task; a claim with every
+//! `TaskRecord` field ([`TaskRecord`]); a list page task by task; a claim with every
 //! `OutboxClaim` field; refusals, sweeps and lease releases by their counts. After every
 //! step the whole store is read back and every live task compared in full, so a store that
 //! answered right but wrote wrong is caught too. A mismatch names the fields that differ;
@@ -308,12 +308,6 @@ fn input_map(answers: &Answers) -> InputMap {
         .collect()
 }
 
-fn answers_of(map: &InputMap) -> Answers {
-    map.iter()
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect()
-}
-
 /// The answers a create brings, by [`CreateStep::responses`].
 fn admission_answers(choice: u8) -> Option<Answers> {
     match choice % 4 {
@@ -388,187 +382,39 @@ macro_rules! field_differences {
     }};
 }
 
-/// Everything a store's record says about a task, as the model states it: every
-/// [`TaskRecord`] field (the digest as text, the input maps ordered).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ModelView {
-    /// `TaskRecord::task_id`.
-    pub task_id: String,
-    /// `TaskRecord::auth_key`: the owner's caller.
-    pub auth_key: String,
-    /// `TaskRecord::method`.
-    pub method: String,
-    /// `TaskRecord::tool_name`.
-    pub tool_name: String,
-    /// `TaskRecord::request_digest`, as text.
-    pub request_digest: String,
-    /// `TaskRecord::idempotency_key`.
-    pub idempotency_key: Option<String>,
-    /// `TaskRecord::status`.
-    pub status: TaskStatus,
-    /// `TaskRecord::version`.
-    pub version: u64,
-    /// `TaskRecord::created_at_ms`.
-    pub created_at_ms: u64,
-    /// `TaskRecord::updated_at_ms`.
-    pub updated_at_ms: u64,
-    /// `TaskRecord::expires_at_ms`.
-    pub expires_at_ms: Option<u64>,
-    /// `TaskRecord::ttl_ms`.
-    pub ttl_ms: Option<u64>,
-    /// `TaskRecord::poll_interval_ms`.
-    pub poll_interval_ms: Option<u64>,
-    /// `TaskRecord::cancel_requested`.
-    pub cancel_requested: bool,
-    /// `TaskRecord::outcome`.
-    pub outcome: Option<TaskOutcome>,
-    /// `TaskRecord::status_message`.
-    pub status_message: Option<String>,
-    /// `TaskRecord::correlation_id`.
-    pub correlation_id: String,
-    /// `TaskRecord::era`.
-    pub era: Era,
-    /// `TaskRecord::input_requests`.
-    pub input_requests: Option<Answers>,
-    /// `TaskRecord::input_responses`.
-    pub input_responses: Option<Answers>,
+/// `field: store …, model …` for every field in which a store's record differs from the
+/// model's, joined with `; `.
+fn record_differences(got: &TaskRecord, want: &TaskRecord) -> String {
+    crate::check::record_differences(got, want)
+        .into_iter()
+        .map(|(field, got, want)| format!("{field}: store {got}, model {want}"))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
-impl ModelView {
-    /// A store's record as a view. Every field is named, so a field added to
-    /// [`TaskRecord`] does not compile here until the model states it too.
-    pub fn of(record: &TaskRecord) -> ModelView {
-        let TaskRecord {
-            task_id,
-            auth_key,
-            method,
-            tool_name,
-            request_digest,
-            idempotency_key,
-            status,
-            version,
-            created_at_ms,
-            updated_at_ms,
-            expires_at_ms,
-            ttl_ms,
-            poll_interval_ms,
-            cancel_requested,
-            outcome,
-            status_message,
-            correlation_id,
-            era,
-            input_requests,
-            input_responses,
-        } = record;
-        ModelView {
-            task_id: task_id.clone(),
-            auth_key: auth_key.clone(),
-            method: method.clone(),
-            tool_name: tool_name.clone(),
-            request_digest: request_digest.as_str().to_owned(),
-            idempotency_key: idempotency_key.clone(),
-            status: *status,
-            version: *version,
-            created_at_ms: *created_at_ms,
-            updated_at_ms: *updated_at_ms,
-            expires_at_ms: *expires_at_ms,
-            ttl_ms: *ttl_ms,
-            poll_interval_ms: *poll_interval_ms,
-            cancel_requested: *cancel_requested,
-            outcome: outcome.clone(),
-            status_message: status_message.clone(),
-            correlation_id: correlation_id.clone(),
-            era: *era,
-            input_requests: input_requests.as_ref().map(answers_of),
-            input_responses: input_responses.as_ref().map(answers_of),
-        }
-    }
-
-    /// The fields that differ, as `field: store …, model …` (`self` is the store's).
-    pub fn differences(&self, model: &ModelView) -> String {
-        field_differences!(
-            self,
-            model,
-            task_id,
-            auth_key,
-            method,
-            tool_name,
-            request_digest,
-            idempotency_key,
-            status,
-            version,
-            created_at_ms,
-            updated_at_ms,
-            expires_at_ms,
-            ttl_ms,
-            poll_interval_ms,
-            cancel_requested,
-            outcome,
-            status_message,
-            correlation_id,
-            era,
-            input_requests,
-            input_responses,
-        )
-    }
-}
-
-/// Everything a claim says ([`OutboxClaim`], every field).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ClaimView {
-    /// `OutboxClaim::task_id`.
-    pub task_id: String,
-    /// `OutboxClaim::auth_key`.
-    pub auth_key: String,
-    /// `OutboxClaim::request`.
-    pub request: WrappedRequest,
-    /// `OutboxClaim::attempt`.
-    pub attempt: u32,
-    /// `OutboxClaim::lease_expires_at_ms`.
-    pub lease_expires_at_ms: u64,
-    /// `OutboxClaim::task_version`.
-    pub task_version: u64,
-    /// `OutboxClaim::task_status`.
-    pub task_status: TaskStatus,
-}
-
-impl ClaimView {
-    /// A store's claim as a view (every field named, as in [`ModelView::of`]).
-    pub fn of(claim: &OutboxClaim) -> ClaimView {
-        let OutboxClaim {
-            task_id,
-            auth_key,
-            request,
-            attempt,
-            lease_expires_at_ms,
-            task_version,
-            task_status,
-        } = claim;
-        ClaimView {
-            task_id: task_id.clone(),
-            auth_key: auth_key.clone(),
-            request: request.clone(),
-            attempt: *attempt,
-            lease_expires_at_ms: *lease_expires_at_ms,
-            task_version: *task_version,
-            task_status: *task_status,
-        }
-    }
-
-    /// The fields that differ, as [`ModelView::differences`] words them.
-    pub fn differences(&self, model: &ClaimView) -> String {
-        field_differences!(
-            self,
-            model,
-            task_id,
-            auth_key,
-            request,
-            attempt,
-            lease_expires_at_ms,
-            task_version,
-            task_status,
-        )
-    }
+/// The same for a claim ([`OutboxClaim`], every field named: a field added there does not
+/// compile here until the model states it too).
+fn claim_differences(got: &OutboxClaim, want: &OutboxClaim) -> String {
+    let OutboxClaim {
+        task_id: _,
+        auth_key: _,
+        request: _,
+        attempt: _,
+        lease_expires_at_ms: _,
+        task_version: _,
+        task_status: _,
+    } = got;
+    field_differences!(
+        got,
+        want,
+        task_id,
+        auth_key,
+        request,
+        attempt,
+        lease_expires_at_ms,
+        task_version,
+        task_status,
+    )
 }
 
 /// The model's record of one task.
@@ -614,13 +460,13 @@ pub struct ModelTask {
 
 impl ModelTask {
     /// The record a store must hold for this task.
-    pub fn view(&self, task_id: &str) -> ModelView {
-        ModelView {
+    pub fn view(&self, task_id: &str) -> TaskRecord {
+        TaskRecord {
             task_id: task_id.to_owned(),
             auth_key: caller_of(self.owner),
             method: "tools/call".into(),
             tool_name: TOOL.into(),
-            request_digest: request_of(self.args).digest().as_str().to_owned(),
+            request_digest: request_of(self.args).digest(),
             idempotency_key: self.key.map(key_of),
             status: self.status,
             version: self.version,
@@ -634,8 +480,8 @@ impl ModelTask {
             status_message: self.status_message.clone(),
             correlation_id: self.correlation_id.clone(),
             era: self.era,
-            input_requests: self.input_requests.clone(),
-            input_responses: self.input_responses.clone(),
+            input_requests: self.input_requests.as_ref().map(input_map),
+            input_responses: self.input_responses.as_ref().map(input_map),
         }
     }
 
@@ -689,7 +535,7 @@ pub enum Expect {
         /// The decision expected.
         decision: Decision,
         /// The record shown, in full; `None` when nothing is shown.
-        record: Option<ModelView>,
+        record: Option<TaskRecord>,
     },
     /// A create refused with `StoreError::Duplicate`: the id exists.
     Duplicate {
@@ -701,18 +547,18 @@ pub enum Expect {
         /// The decision expected.
         decision: Decision,
         /// The tasks on the page, in order, in full.
-        tasks: Vec<ModelView>,
+        tasks: Vec<TaskRecord>,
         /// Whether the page ends with a next-page cursor.
         more: bool,
     },
     /// A claim: the entries claimed, in order.
-    Claim(Vec<ClaimView>),
+    Claim(Vec<OutboxClaim>),
     /// A write, then (when terminal) the worker's ack result.
     Write {
         /// The decision expected.
         decision: Decision,
         /// The record shown, in full; `None` when nothing is shown.
-        record: Option<ModelView>,
+        record: Option<TaskRecord>,
         /// For a terminal write: whether the ack took (`false`: a stale attempt); `None`
         /// otherwise.
         acked: Option<bool>,
@@ -727,13 +573,13 @@ pub enum Expect {
 /// differ (of the record, of each task on a page, the ack, the next cursor); else both
 /// answers whole.
 fn mismatch(got: &Expect, want: &Expect) -> String {
-    let same_ids = |t1: &[ModelView], t2: &[ModelView]| {
+    let same_ids = |t1: &[TaskRecord], t2: &[TaskRecord]| {
         t1.iter()
             .map(|task| &task.task_id)
             .eq(t2.iter().map(|task| &task.task_id))
     };
     let mut differing: Vec<String> = Vec::new();
-    let mut records: Vec<(&ModelView, &ModelView)> = Vec::new();
+    let mut records: Vec<(&TaskRecord, &TaskRecord)> = Vec::new();
     let decision = match (got, want) {
         (
             Expect::Answer {
@@ -794,7 +640,7 @@ fn mismatch(got: &Expect, want: &Expect) -> String {
                 .iter()
                 .zip(c2)
                 .filter(|(got, want)| got != want)
-                .map(|(got, want)| format!("{}: {}", got.task_id, got.differences(want)))
+                .map(|(got, want)| format!("{}: {}", got.task_id, claim_differences(got, want)))
                 .collect();
             return format!("the claim differs: {}", differing.join(" | "));
         }
@@ -810,7 +656,7 @@ fn mismatch(got: &Expect, want: &Expect) -> String {
                 more: m2,
             },
         ) if d1 == d2 => {
-            let ids = |tasks: &[ModelView]| -> Vec<String> {
+            let ids = |tasks: &[TaskRecord]| -> Vec<String> {
                 tasks.iter().map(|task| task.task_id.clone()).collect()
             };
             return format!(
@@ -827,7 +673,7 @@ fn mismatch(got: &Expect, want: &Expect) -> String {
         records
             .into_iter()
             .filter(|(got, want)| got != want)
-            .map(|(got, want)| format!("{}: {}", got.task_id, got.differences(want))),
+            .map(|(got, want)| format!("{}: {}", got.task_id, record_differences(got, want))),
     );
     format!(
         "{} as expected, but {}",
@@ -882,7 +728,7 @@ impl Model {
         task.expires_at_ms.is_some_and(|at| self.now_ms >= at)
     }
 
-    fn shown(&self, task_id: &str) -> Option<ModelView> {
+    fn shown(&self, task_id: &str) -> Option<TaskRecord> {
         self.tasks.get(task_id).map(|task| task.view(task_id))
     }
 
@@ -1249,7 +1095,7 @@ impl Model {
             task.outbox.attempt += 1;
             let lease_expires_at_ms = now.saturating_add(LEASE_MS);
             task.outbox.lease_expires_at_ms = Some(lease_expires_at_ms);
-            claims.push(ClaimView {
+            claims.push(OutboxClaim {
                 task_id: task_id.clone(),
                 auth_key: caller_of(task.owner),
                 request: request_of(task.args),
@@ -1557,7 +1403,7 @@ impl Sut {
     pub fn step(&mut self, model: &Model, step: &Step) -> Result<(), String> {
         let failed = |error: StoreError| format!("{step:?}: store error: {error}");
         let now_ms = model.now_ms;
-        let shown = |answer: &crate::store::Answer| answer.record.as_ref().map(ModelView::of);
+        let shown = |answer: &crate::store::Answer| answer.record.as_ref().cloned();
         let got = match *step {
             Step::Create(create) => {
                 let created = self.store.create(&CreateCommand {
@@ -1668,7 +1514,7 @@ impl Sut {
                 }
                 Expect::Page {
                     decision: page.decision,
-                    tasks: page.tasks.iter().map(ModelView::of).collect(),
+                    tasks: page.tasks,
                     more: page.next_cursor.is_some(),
                 }
             }
@@ -1677,7 +1523,7 @@ impl Sut {
                     .store
                     .claim(&format!("worker-{worker}"), now_ms, LEASE_MS, max)
                     .map_err(failed)?;
-                Expect::Claim(claims.iter().map(ClaimView::of).collect())
+                Expect::Claim(claims)
             }
             Step::Write {
                 worker,
@@ -1756,12 +1602,11 @@ impl Sut {
             let Some(stored) = stored else {
                 return Err(format!("{task_id} is missing from the store"));
             };
-            let stored = ModelView::of(&stored);
             let want = task.view(task_id);
             if stored != want {
                 return Err(format!(
                     "{task_id} is stored otherwise than the model has it: {}",
-                    stored.differences(&want)
+                    record_differences(&stored, &want)
                 ));
             }
         }
