@@ -37,6 +37,8 @@
 //! - [`check`] — the oracle: invariants I1–I16, fault accounting F1–F3 and counter rules
 //!   C1–C4 over a recorded history, one function each.
 //! - [`interleave`] — the proptest state machine and the loom models.
+//! - [`probe`] — `tasklatch probe`: checks a live MCP tasks server from the outside (stdio
+//!   or Streamable HTTP, both eras).
 //! - [`report`] — plain report helpers: whole-file writes, the commit named, XML escaping,
 //!   budgets (the hunt writes through them; commands without the simulation can too).
 //! - `sim` (feature `sim`) — the deterministic simulation: scenarios, the world built with
@@ -103,6 +105,8 @@ pub mod interleave;
 #[cfg(feature = "mutants")]
 #[path = "harness/matrix.rs"]
 pub mod matrix;
+#[path = "harness/probe/mod.rs"]
+pub mod probe;
 #[path = "harness/report.rs"]
 pub mod report;
 #[cfg(all(feature = "sim", madsim))]

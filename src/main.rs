@@ -87,6 +87,10 @@ enum Command {
     /// Serve MCP 2025-11-25 tasks with the built-in example tools (`export`, `archive`,
     /// `echo`), running the outbox dispatcher, workers and sweeper in-process.
     Serve(serving::ServeArgs),
+    /// Check a live MCP tasks server, in any language, from the outside: the wire shapes of
+    /// each protocol era it advertises. Exit 1 on any finding, 2 when the server cannot be
+    /// reached or initialized.
+    Probe(probing::ProbeArgs),
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -137,6 +141,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Replay { files, json } => replay(&files, json),
         Command::Serve(args) => serving::serve(args),
+        Command::Probe(args) => probing::probe(args),
         #[cfg(all(feature = "sim", madsim))]
         Command::Sim {
             scenario,
@@ -892,3 +897,182 @@ mod mutants {
 #[cfg(all(feature = "sim", madsim))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+mod probing {
+    use super::{EXIT_BAD_INPUT, EXIT_MISMATCH};
+    use std::path::PathBuf;
+    use std::process::ExitCode;
+    use tasklatch::contract::Era;
+    use tasklatch::probe::{self, Config, EraChoice, Target, render};
+    use tasklatch::report::{parse_budget, write_whole};
+
+    #[derive(clap::Args)]
+    pub struct ProbeArgs {
+        /// Spawn the server given after `--` and speak over its stdin and stdout (one
+        /// process is one requestor).
+        #[arg(long, conflicts_with = "http", required_unless_present = "http")]
+        stdio: bool,
+        /// Speak Streamable HTTP to URL (`http://HOST:PORT/PATH`).
+        #[arg(long, value_name = "URL")]
+        http: Option<String>,
+        /// With --http: an identity, `NAME=TOKEN` (sent as `Authorization: Bearer TOKEN`;
+        /// repeatable). None: one identity without a token.
+        #[arg(long = "token", value_name = "NAME=TOKEN", requires = "http")]
+        tokens: Vec<String>,
+        /// The protocol era: `2025-11-25`, `2026-07-28`, or `auto` (each one the server
+        /// advertises).
+        #[arg(long, default_value = "auto")]
+        era: String,
+        /// The tool the checks create tasks with (default: the first that can run as one).
+        #[arg(long)]
+        tool: Option<String>,
+        /// Its arguments, a JSON object laid over the ones sampled from its input schema
+        /// (each required property: its default, first enum value, or a plain value).
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        /// How long one request may wait for its answer.
+        #[arg(long, default_value = "10s")]
+        request_timeout: String,
+        /// How long a task the checks created may take to end.
+        #[arg(long, default_value = "60s")]
+        task_timeout: String,
+        /// Write the report (`probe.json`) and one record per finding (`findings/`) here.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Write a JUnit file here (a case per check; n/a is skipped).
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        /// Print the report as JSON instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// With --stdio: the server's command and arguments.
+        #[arg(last = true, value_name = "CMD")]
+        command: Vec<String>,
+    }
+
+    fn config(args: &ProbeArgs) -> Result<Config, String> {
+        let target = match (&args.http, args.stdio) {
+            (Some(url), _) => {
+                if !args.command.is_empty() {
+                    return Err("--http takes no command after `--` (that is --stdio's)".into());
+                }
+                let mut tokens = Vec::new();
+                for pair in &args.tokens {
+                    let Some((name, token)) = pair.split_once('=') else {
+                        return Err(format!("--token {pair:?}: expected NAME=TOKEN"));
+                    };
+                    if name.is_empty() || token.is_empty() {
+                        return Err(format!(
+                            "--token {pair:?}: NAME and TOKEN must not be empty"
+                        ));
+                    }
+                    if tokens
+                        .iter()
+                        .any(|(known, _): &(String, String)| known == name)
+                    {
+                        return Err(format!(
+                            "--token {pair:?}: the name {name:?} is given twice"
+                        ));
+                    }
+                    tokens.push((name.to_owned(), token.to_owned()));
+                }
+                Target::Http {
+                    url: url.clone(),
+                    tokens,
+                }
+            }
+            (None, _) => {
+                let Some((program, rest)) = args.command.split_first() else {
+                    return Err("--stdio needs the server's command after `--`: \
+                         tasklatch probe --stdio -- CMD ARGS…"
+                        .into());
+                };
+                Target::Stdio {
+                    program: program.clone(),
+                    args: rest.to_vec(),
+                }
+            }
+        };
+        let mut config = Config::new(target);
+        config.era = match args.era.as_str() {
+            "auto" => EraChoice::Auto,
+            "2025-11-25" => EraChoice::Only(Era::Core2025),
+            "2026-07-28" => EraChoice::Only(Era::Extension2026),
+            other => {
+                return Err(format!(
+                    "--era {other:?}: expected 2025-11-25, 2026-07-28 or auto"
+                ));
+            }
+        };
+        config.tool = args.tool.clone();
+        config.args = match &args.args {
+            None => None,
+            Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+                Ok(value) if value.is_object() => Some(value),
+                Ok(_) => return Err(format!("--args {text:?}: must be a JSON object")),
+                Err(error) => return Err(format!("--args {text:?}: not JSON: {error}")),
+            },
+        };
+        config.request_timeout = parse_budget(&args.request_timeout)
+            .map_err(|error| format!("--request-timeout {error}"))?;
+        config.task_timeout =
+            parse_budget(&args.task_timeout).map_err(|error| format!("--task-timeout {error}"))?;
+        Ok(config)
+    }
+
+    pub fn probe(args: ProbeArgs) -> ExitCode {
+        let config = match config(&args) {
+            Ok(config) => config,
+            Err(error) => {
+                eprintln!("error: {error}");
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        };
+        let runtime = match tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(error) => {
+                eprintln!("error: cannot start the async runtime: {error}");
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        };
+        let report = match runtime.block_on(probe::run(&config)) {
+            Ok(report) => report,
+            Err(unreachable) => {
+                eprintln!("error: {unreachable}");
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        };
+        let rerun = render::shell_line(&std::env::args().collect::<Vec<_>>());
+        if args.json {
+            match serde_json::to_string_pretty(&report) {
+                Ok(text) => println!("{text}"),
+                Err(error) => eprintln!("error: {error}"),
+            }
+        } else {
+            print!("{}", render::text(&report));
+        }
+        let written = args
+            .out
+            .as_ref()
+            .map(|directory| render::write_out(&report, directory, &rerun))
+            .transpose()
+            .and_then(|_| {
+                args.junit
+                    .as_ref()
+                    .map(|path| write_whole(path, &render::junit(&report)))
+                    .transpose()
+            });
+        if let Err(error) = written {
+            eprintln!("error: {error}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+        if report.findings().next().is_some() {
+            ExitCode::from(EXIT_MISMATCH)
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
+}

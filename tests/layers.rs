@@ -21,6 +21,7 @@ const HARNESS: &[&str] = &[
     "hunt",
     "interleave",
     "matrix",
+    "probe",
     "report",
     "sim",
     "verify",

@@ -88,67 +88,8 @@ pub(super) fn revealed_of_wire(
         status: serde::Deserialize::deserialize(&task["status"]).ok()?,
         version,
         outcome: None,
-        fields: Some(Box::new(wire_fields(task, era))),
+        fields: Some(Box::new(WireFields::parse(task, era))),
     })
-}
-
-/// The fields of a wire `Task` beyond id and status, read independently of the server's
-/// own rendering (timestamps through humantime, not `wire::rfc3339`).
-fn wire_fields(task: &serde_json::Value, era: Era) -> WireFields {
-    let (ttl, poll) = match era {
-        Era::Core2025 => ("ttl", "pollInterval"),
-        Era::Extension2026 => ("ttlMs", "pollIntervalMs"),
-    };
-    let mut malformed = None;
-    let mut fail = |what: String| {
-        malformed.get_or_insert(what);
-    };
-    let mut time = |name: &str| match task[name].as_str().map(humantime::parse_rfc3339) {
-        Some(Ok(at)) => at
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| since.as_millis() as u64),
-        _ => {
-            fail(format!("{name} missing or not RFC 3339: {}", task[name]));
-            0
-        }
-    };
-    let (created_at_ms, updated_at_ms) = (time("createdAt"), time("lastUpdatedAt"));
-    let ttl_ms = match &task.get(ttl) {
-        Some(serde_json::Value::Null) => None,
-        Some(value) if value.is_u64() => value.as_u64(),
-        other => {
-            fail(format!(
-                "{ttl} must be present, a number or null: {other:?}"
-            ));
-            None
-        }
-    };
-    let poll_interval_ms = match task.get(poll) {
-        None => None,
-        Some(value) if value.is_u64() => value.as_u64(),
-        Some(other) => {
-            fail(format!("{poll} must be a number: {other}"));
-            None
-        }
-    };
-    let status_message = match task.get("statusMessage") {
-        None => None,
-        Some(serde_json::Value::String(text)) => Some(text.clone()),
-        Some(other) => {
-            fail(format!("statusMessage must be a string: {other}"));
-            None
-        }
-    };
-    WireFields {
-        era,
-        status_message,
-        poll_interval_ms,
-        ttl_ms,
-        created_at_ms,
-        updated_at_ms,
-        input_requests: task["inputRequests"].as_object().cloned(),
-        malformed,
-    }
 }
 
 pub(super) fn version_meta(value: &serde_json::Value) -> Option<u64> {

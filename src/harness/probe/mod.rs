@@ -1,0 +1,371 @@
+//! `tasklatch probe`: checks a live MCP tasks server, in any language, from the outside.
+//!
+//! The probe is a client. It reaches the server over stdio (it spawns the process: one
+//! process is one requestor) or Streamable HTTP (one identity per `--token NAME=TOKEN`),
+//! opens each protocol era the server advertises (`--era auto`) or the one asked for, lists
+//! the tools and their `taskSupport`, and runs its checks. Each check ends **pass**,
+//! **fail** or **n/a** (with the reason: a check that needs a kind of tool, capability or
+//! identity the server lacks says so, never passes silently), and keeps the requests and
+//! responses that decided it as evidence.
+//!
+//! Phases:
+//! 1. [`shapes`] — the wire shapes of both eras: capabilities and their nesting,
+//!    `taskSupport`, `CreateTaskResult`, `tasks/get`, `tasks/result` and its related-task
+//!    `_meta` (2025-11-25), the 2026-07-28 extension's shapes, error codes for unknown ids,
+//!    malformed JSON, wrong types, unknown params tolerated.
+//!
+//! What black-box evidence cannot show: the probe sees no versions and no store, and its
+//! clock is real, so a run is not deterministic; a finding is reported with what the wire
+//! showed, and `--seed` replays the probe's own choices, not the server's timing.
+//!
+//! Exit codes: 0 nothing failed, 1 a check failed, 2 bad usage or a server that cannot be
+//! reached or initialized (with the reason).
+
+pub mod peer;
+pub mod render;
+pub mod shapes;
+pub mod transport;
+
+use crate::contract::Era;
+use peer::{Facts, Journal, Peer, ToolInfo};
+use serde::Serialize;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+use transport::{Clock, Connection, Exchange, HttpPeer, HttpUrl, StdioServer, Unreachable};
+
+/// The schema name of a probe report.
+pub const REPORT_FORMAT: &str = "tasklatch.probe/v1";
+
+/// How a check ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The server did what the spec asks.
+    Pass,
+    /// It did not: a finding.
+    Fail,
+    /// The check could not be run against this server (the reason says why).
+    NotApplicable,
+}
+
+impl Verdict {
+    /// `pass`, `fail`, `n/a`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::NotApplicable => "n/a",
+        }
+    }
+}
+
+/// How strongly the spec asks for what a check checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Level {
+    /// MUST (or the JSON-RPC base protocol).
+    Must,
+    /// SHOULD: a failure is reported, and counted apart.
+    Should,
+}
+
+/// One check's outcome, with the exchanges that decided it.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckOutcome {
+    /// The check's name, `phase.subject.what` (`shapes.get.task-fields`).
+    pub check: String,
+    /// The era it ran in.
+    pub era: &'static str,
+    /// How strongly the spec asks for it.
+    pub level: Level,
+    /// How it ended.
+    pub verdict: Verdict,
+    /// Why, in words: what was expected and what came.
+    pub detail: String,
+    /// The requests and responses behind the verdict.
+    pub evidence: Vec<Exchange>,
+}
+
+/// What the probe is pointed at.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// Spawn `program args…` and speak over its stdin and stdout.
+    Stdio {
+        /// The program.
+        program: String,
+        /// Its arguments.
+        args: Vec<String>,
+    },
+    /// Speak Streamable HTTP to `url`, as each identity (none: one anonymous identity).
+    Http {
+        /// `http://HOST:PORT/PATH`.
+        url: String,
+        /// `(name, token)` pairs; each is an identity.
+        tokens: Vec<(String, String)>,
+    },
+}
+
+/// Which eras to probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EraChoice {
+    /// Each era the server advertises.
+    Auto,
+    /// Only this one (a server that does not speak it cannot be initialized: exit 2).
+    Only(Era),
+}
+
+/// Everything a probe run needs.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The server.
+    pub target: Target,
+    /// The eras.
+    pub era: EraChoice,
+    /// The task tool the checks create tasks with (default: the first tool that can run
+    /// as a task).
+    pub tool: Option<String>,
+    /// Arguments laid over those sampled from its input schema.
+    pub args: Option<Value>,
+    /// How long one request may wait for its answer.
+    pub request_timeout: Duration,
+    /// How long a task the checks created may take to end.
+    pub task_timeout: Duration,
+}
+
+impl Config {
+    /// A config with the default timeouts (10 s per request, 60 s per task).
+    pub fn new(target: Target) -> Config {
+        Config {
+            target,
+            era: EraChoice::Auto,
+            tool: None,
+            args: None,
+            request_timeout: Duration::from_secs(10),
+            task_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The result of a run.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// [`REPORT_FORMAT`].
+    pub format: &'static str,
+    /// The eras probed.
+    pub eras: Vec<&'static str>,
+    /// The eras not probed, and why (`--era auto`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
+    /// What the server said about itself, per era.
+    pub server: Vec<Value>,
+    /// Every check, in the order run.
+    pub checks: Vec<CheckOutcome>,
+    /// The server's last stderr lines (stdio).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stderr_tail: Vec<String>,
+}
+
+impl Report {
+    /// The checks that failed.
+    pub fn findings(&self) -> impl Iterator<Item = &CheckOutcome> {
+        self.checks
+            .iter()
+            .filter(|check| check.verdict == Verdict::Fail)
+    }
+
+    /// `(pass, fail, n/a)` counts.
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let count = |verdict| {
+            self.checks
+                .iter()
+                .filter(|check| check.verdict == verdict)
+                .count()
+        };
+        (
+            count(Verdict::Pass),
+            count(Verdict::Fail),
+            count(Verdict::NotApplicable),
+        )
+    }
+}
+
+/// The name of an era as the report writes it.
+pub fn era_name(era: Era) -> &'static str {
+    match era {
+        Era::Core2025 => peer::VERSION_2025,
+        Era::Extension2026 => peer::VERSION_2026,
+    }
+}
+
+/// One era opened for one identity: what the checks work with.
+pub struct Opened {
+    /// The client.
+    pub peer: Peer,
+    /// What the server declared.
+    pub facts: Facts,
+    /// Its tools.
+    pub tools: Vec<ToolInfo>,
+}
+
+/// The connections of a run: one per identity, and the spawned server (stdio).
+pub struct Connections {
+    /// `(identity, connection)`, in the order given.
+    pub identities: Vec<Arc<Connection>>,
+    /// The server the probe spawned, if any.
+    pub spawned: Option<Arc<StdioServer>>,
+}
+
+/// Connects to `target`: spawns a stdio server, or sets up one HTTP peer per identity.
+pub fn connect(target: &Target, clock: Clock) -> Result<Connections, Unreachable> {
+    match target {
+        Target::Stdio { program, args } => {
+            let server = StdioServer::spawn(program, args, clock)?;
+            Ok(Connections {
+                identities: vec![Arc::new(Connection::Stdio(server.clone()))],
+                spawned: Some(server),
+            })
+        }
+        Target::Http { url, tokens } => {
+            let url = HttpUrl::parse(url).map_err(Unreachable)?;
+            let identities = if tokens.is_empty() {
+                vec![Arc::new(Connection::Http(HttpPeer::new(
+                    url,
+                    "anonymous".to_owned(),
+                    None,
+                    clock,
+                )))]
+            } else {
+                tokens
+                    .iter()
+                    .map(|(name, token)| {
+                        Arc::new(Connection::Http(HttpPeer::new(
+                            url.clone(),
+                            name.clone(),
+                            Some(token.clone()),
+                            clock,
+                        )))
+                    })
+                    .collect()
+            };
+            Ok(Connections {
+                identities,
+                spawned: None,
+            })
+        }
+    }
+}
+
+/// Opens `era` as `connection`'s identity and lists the tools; the error says why the
+/// server could not be initialized in that era.
+pub async fn open(
+    era: Era,
+    connection: Arc<Connection>,
+    journal: Arc<Journal>,
+    config: &Config,
+) -> Result<Opened, String> {
+    let peer = Peer::new(era, connection, journal, config.request_timeout);
+    let facts = peer.open().await.map_err(|exchange| {
+        format!(
+            "{} could not be opened: {}",
+            era_name(era),
+            exchange.summary()
+        )
+    })?;
+    let tools = peer.tools().await.map_err(|exchange| {
+        format!(
+            "tools/list failed in {}: {}",
+            era_name(era),
+            exchange.summary()
+        )
+    })?;
+    Ok(Opened { peer, facts, tools })
+}
+
+/// Runs the probe. `Err` is a target that cannot be reached or initialized (exit 2).
+pub async fn run(config: &Config) -> Result<Report, Unreachable> {
+    let clock = Clock::start();
+    let connections = connect(&config.target, clock)?;
+    let journal = Arc::new(Journal::default());
+    let first = connections.identities[0].clone();
+    let candidates = match config.era {
+        EraChoice::Only(era) => vec![era],
+        EraChoice::Auto => vec![Era::Core2025, Era::Extension2026],
+    };
+    let mut report = Report {
+        format: REPORT_FORMAT,
+        eras: Vec::new(),
+        skipped: Vec::new(),
+        server: Vec::new(),
+        checks: Vec::new(),
+        stderr_tail: Vec::new(),
+    };
+    for era in candidates {
+        // Each era is opened once: a second `initialize` on one session is refused.
+        let opened = match open(era, first.clone(), journal.clone(), config).await {
+            Ok(opened) => opened,
+            Err(reason) if config.era == EraChoice::Auto => {
+                report.skipped.push(reason);
+                continue;
+            }
+            Err(reason) => {
+                return Err(Unreachable(format!("{reason}{}", stderr_of(&connections))));
+            }
+        };
+        let declared = match era {
+            Era::Core2025 => opened.facts.capabilities.get("tasks").is_some(),
+            Era::Extension2026 => opened.facts.tool_tasks(),
+        };
+        if !declared && config.era == EraChoice::Auto {
+            report.skipped.push(format!(
+                "{}: the server does not advertise tasks in this era",
+                era_name(era)
+            ));
+            continue;
+        }
+        report.eras.push(era_name(era));
+        report.server.push(serde_json::json!({
+            "era": era_name(era),
+            "serverInfo": opened.facts.server_info,
+            "capabilities": opened.facts.capabilities,
+            "tools": opened.tools.iter().map(|tool| serde_json::json!({
+                "name": tool.name, "taskSupport": tool.task_support,
+            })).collect::<Vec<_>>(),
+        }));
+        let context = shapes::Context {
+            opened: &opened,
+            config,
+            clock,
+        };
+        report.checks.extend(shapes::run(&context).await);
+    }
+    if report.eras.is_empty() {
+        return Err(Unreachable(format!(
+            "no era to probe (2025-11-25 needs `capabilities.tasks` in `initialize`, \
+             2026-07-28 the tasks extension in `server/discover`): {}{}",
+            report.skipped.join("; "),
+            stderr_of(&connections)
+        )));
+    }
+    if let Some(server) = &connections.spawned {
+        report.stderr_tail = server.stderr_tail();
+        server.kill().await;
+    }
+    Ok(report)
+}
+
+fn stderr_of(connections: &Connections) -> String {
+    let Some(server) = &connections.spawned else {
+        return String::new();
+    };
+    let tail = server.stderr_tail();
+    if tail.is_empty() {
+        String::new()
+    } else {
+        let start = tail.len().saturating_sub(10);
+        format!(
+            "; the server's stderr ends:\n  {}",
+            tail[start..].join("\n  ")
+        )
+    }
+}

@@ -1,0 +1,198 @@
+//! What a probe run leaves behind: the verdict table on the terminal, and with `--out DIR`
+//! the whole report (`probe.json`), one `tasklatch.probe/v1` record per finding
+//! (`findings/NNN-<check>.json`, each with the command that reruns it) and, with
+//! `--junit`, a JUnit file (a test case per check: n/a is skipped).
+
+use super::{CheckOutcome, Level, REPORT_FORMAT, Report, Verdict};
+use crate::report::{write_whole, xml_escape};
+use serde_json::json;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The verdict table and the summary line, as the terminal shows them.
+pub fn text(report: &Report) -> String {
+    let mut out = String::new();
+    for era in &report.eras {
+        let _ = writeln!(out, "\n{era}:");
+        for check in report.checks.iter().filter(|check| check.era == *era) {
+            let level = match check.level {
+                Level::Must => "",
+                Level::Should => " (SHOULD)",
+            };
+            let _ = writeln!(
+                out,
+                "  {:<4} {}{level}: {}",
+                check.verdict.as_str(),
+                check.check,
+                check.detail
+            );
+            if check.verdict == Verdict::Fail {
+                for exchange in check.evidence.iter().take(3) {
+                    let _ = writeln!(out, "         {}", exchange.summary());
+                }
+            }
+        }
+    }
+    for skipped in &report.skipped {
+        let _ = writeln!(out, "\nnot probed: {skipped}");
+    }
+    let _ = writeln!(out, "\n{}", summary(report));
+    out
+}
+
+/// `N checks: P pass, F fail, X n/a — verdict`.
+pub fn summary(report: &Report) -> String {
+    let (pass, fail, na) = report.counts();
+    let should = report
+        .findings()
+        .filter(|check| check.level == Level::Should)
+        .count();
+    let verdict = if fail == 0 {
+        "no findings".to_owned()
+    } else {
+        format!(
+            "{fail} finding{} ({} MUST, {should} SHOULD)",
+            if fail == 1 { "" } else { "s" },
+            fail - should
+        )
+    };
+    format!(
+        "{} checks in {}: {pass} pass, {fail} fail, {na} n/a — {verdict}",
+        report.checks.len(),
+        report.eras.join(" and "),
+    )
+}
+
+/// One finding as its own record.
+pub fn finding_record(check: &CheckOutcome, rerun: &str, commit: &str) -> serde_json::Value {
+    json!({
+        "format": REPORT_FORMAT,
+        "check": check.check,
+        "era": check.era,
+        "level": check.level,
+        "detail": check.detail,
+        "evidence": check.evidence,
+        "rerun": rerun,
+        "probe_commit": commit,
+    })
+}
+
+/// Writes `probe.json` and `findings/NNN-<check>.json` under `directory`.
+pub fn write_out(report: &Report, directory: &Path, rerun: &str) -> Result<(), String> {
+    let findings = directory.join("findings");
+    std::fs::create_dir_all(&findings)
+        .map_err(|error| format!("{}: cannot create: {error}", findings.display()))?;
+    let commit = crate::report::commit();
+    let mut whole = serde_json::to_value(report).map_err(|error| error.to_string())?;
+    whole["rerun"] = json!(rerun);
+    whole["probe_commit"] = json!(commit);
+    write_whole(
+        &directory.join("probe.json"),
+        &serde_json::to_string_pretty(&whole).map_err(|error| error.to_string())?,
+    )?;
+    for (index, check) in report.findings().enumerate() {
+        let name = format!("{:03}-{}.json", index + 1, check.check.replace('/', "-"));
+        let record = finding_record(check, rerun, &commit);
+        write_whole(
+            &findings.join(name),
+            &serde_json::to_string_pretty(&record).map_err(|error| error.to_string())?,
+        )?;
+    }
+    Ok(())
+}
+
+/// The JUnit document: a suite per era, a case per check.
+pub fn junit(report: &Report) -> String {
+    let (_, fail, na) = report.counts();
+    let mut out = String::new();
+    let _ = writeln!(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"tasklatch probe\" tests=\"{}\" failures=\"{fail}\" skipped=\"{na}\">",
+        report.checks.len()
+    );
+    for era in &report.eras {
+        let checks: Vec<&CheckOutcome> = report
+            .checks
+            .iter()
+            .filter(|check| check.era == *era)
+            .collect();
+        let failures = checks
+            .iter()
+            .filter(|check| check.verdict == Verdict::Fail)
+            .count();
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"probe {era}\" tests=\"{}\" failures=\"{failures}\">",
+            checks.len()
+        );
+        for check in checks {
+            let _ = write!(
+                out,
+                "    <testcase classname=\"probe.{}\" name=\"{}\"",
+                xml_escape(era),
+                xml_escape(&check.check)
+            );
+            match check.verdict {
+                Verdict::Pass => {
+                    let _ = writeln!(out, "/>");
+                }
+                Verdict::NotApplicable => {
+                    let _ = writeln!(
+                        out,
+                        ">\n      <skipped message=\"{}\"/>\n    </testcase>",
+                        xml_escape(&check.detail)
+                    );
+                }
+                Verdict::Fail => {
+                    let evidence: Vec<String> = check
+                        .evidence
+                        .iter()
+                        .map(|exchange| exchange.summary())
+                        .collect();
+                    let _ = writeln!(
+                        out,
+                        ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>",
+                        xml_escape(&check.detail),
+                        xml_escape(&evidence.join("\n"))
+                    );
+                }
+            }
+        }
+        let _ = writeln!(out, "  </testsuite>");
+    }
+    let _ = writeln!(out, "</testsuites>");
+    out
+}
+
+/// `args` as one shell command line, each argument quoted where it needs to be.
+pub fn shell_line(args: &[String]) -> String {
+    args.iter()
+        .map(|arg| {
+            let plain = !arg.is_empty()
+                && arg
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c));
+            if plain {
+                arg.clone()
+            } else {
+                format!("'{}'", arg.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_line_quotes_what_needs_it() {
+        let args = ["tasklatch", "probe", "--args", "{\"a\": 1}", "it's"].map(String::from);
+        assert_eq!(
+            shell_line(&args),
+            r#"tasklatch probe --args '{"a": 1}' 'it'\''s'"#
+        );
+    }
+}

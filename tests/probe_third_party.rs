@@ -1,0 +1,152 @@
+//! The probe against servers we did not write, installed from pinned lock files: the
+//! TypeScript SDK 1.32.2 task server (`tests/interop/ts/reference-server.mjs`: `McpServer`,
+//! `InMemoryTaskStore`, the SDK's stdio and Streamable HTTP transports, as its docs show).
+//! Each run happens twice and must find the same checks failing both times: a finding is
+//! the server's behaviour, reproduced, not a flake of the probe (the same checks find
+//! nothing against tasklatch: tests/probe_shapes.rs).
+//!
+//! Environment variables read here:
+//! - `TASKLATCH_REQUIRE_INTEROP=1` — fail, instead of skipping loudly, when the SDK is not
+//!   installed (`.ci/run` installs it and sets this).
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use tasklatch::probe::{self, Config, Report, Target, Verdict};
+
+fn ts_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop/ts")
+}
+
+/// Skips loudly, or fails under `TASKLATCH_REQUIRE_INTEROP=1`.
+fn installed() -> bool {
+    if ts_dir()
+        .join("node_modules/@modelcontextprotocol/sdk/package.json")
+        .is_file()
+    {
+        return true;
+    }
+    let what = "the TypeScript SDK is not installed (npm ci --prefix tests/interop/ts)";
+    if std::env::var("TASKLATCH_REQUIRE_INTEROP").is_ok_and(|v| v == "1") {
+        panic!("TASKLATCH_REQUIRE_INTEROP=1 but {what}");
+    }
+    eprintln!("\n*** probe interop test NOT RUN: {what} ***\n");
+    false
+}
+
+fn probe_twice(target: Target) -> BTreeSet<String> {
+    let mut config = Config::new(target);
+    config.tool = Some("export".to_owned());
+    config.args = Some(serde_json::json!({ "delay_ms": 1000 }));
+    config.request_timeout = Duration::from_secs(3);
+    config.task_timeout = Duration::from_secs(30);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio");
+    let failing = |report: &Report| -> BTreeSet<String> {
+        report
+            .checks
+            .iter()
+            .filter(|check| check.verdict == Verdict::Fail)
+            .map(|check| format!("{} {}", check.era, check.check))
+            .collect()
+    };
+    let first = runtime.block_on(probe::run(&config)).expect("reached");
+    let second = runtime.block_on(probe::run(&config)).expect("reached");
+    assert_eq!(
+        failing(&first),
+        failing(&second),
+        "a finding that did not recur"
+    );
+    for check in first.findings() {
+        eprintln!(
+            "finding: {} {}: {}\n  {}",
+            check.era,
+            check.check,
+            check.detail,
+            check
+                .evidence
+                .first()
+                .map(|e| e.summary())
+                .unwrap_or_default()
+        );
+    }
+    failing(&first)
+}
+
+fn set(items: &[&str]) -> BTreeSet<String> {
+    items.iter().map(|item| (*item).to_owned()).collect()
+}
+
+#[test]
+fn typescript_sdk_task_server_over_stdio() {
+    if !installed() {
+        return;
+    }
+    let findings = probe_twice(Target::Stdio {
+        program: "node".to_owned(),
+        args: vec![
+            ts_dir().join("reference-server.mjs").display().to_string(),
+            "--stdio".to_owned(),
+            "--quiet".to_owned(),
+        ],
+    });
+    // The SDK's stdio transport drops an unparsable line without answering, and its schema
+    // validation answers a wrong or missing taskId as an internal error (-32603), where
+    // the spec asks -32602.
+    assert_eq!(
+        findings,
+        set(&[
+            "2025-11-25 shapes.get.task-id-missing",
+            "2025-11-25 shapes.get.task-id-wrong-type",
+            "2025-11-25 shapes.jsonrpc.malformed-json",
+        ])
+    );
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn typescript_sdk_task_server_over_http() {
+    if !installed() {
+        return;
+    }
+    let mut child = Command::new("node")
+        .arg(ts_dir().join("reference-server.mjs"))
+        .args(["--port", "0", "--quiet"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("node starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let server = Killed(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).expect("a line");
+    let port = line
+        .trim()
+        .strip_prefix("listening ")
+        .unwrap_or_else(|| panic!("expected `listening PORT`, got {line:?}"))
+        .to_owned();
+    let findings = probe_twice(Target::Http {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        tokens: Vec::new(),
+    });
+    drop(server);
+    assert_eq!(
+        findings,
+        set(&[
+            "2025-11-25 shapes.get.task-id-missing",
+            "2025-11-25 shapes.get.task-id-wrong-type",
+        ])
+    );
+}
