@@ -936,6 +936,10 @@ mod probing {
         /// How long a task the checks created may take to end.
         #[arg(long, default_value = "60s")]
         task_timeout: String,
+        /// The longest TTL the expiry check waits out (it asks for 1 s; a server that
+        /// grants more than this makes the check n/a).
+        #[arg(long, default_value = "15s")]
+        expiry_wait: String,
         /// Write the report (`probe.json`) and one record per finding (`findings/`) here.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,

@@ -9,10 +9,11 @@
 //! - `TASKLATCH_REQUIRE_INTEROP=1` — fail, instead of skipping loudly, when the SDK is not
 //!   installed (`.ci/run` installs it and sets this).
 
+mod support;
+
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 use tasklatch::probe::{self, Config, Report, Target, Verdict};
 
@@ -42,19 +43,8 @@ fn probe_twice(target: Target) -> BTreeSet<String> {
     config.args = Some(serde_json::json!({ "delay_ms": 1000 }));
     config.request_timeout = Duration::from_secs(3);
     config.task_timeout = Duration::from_secs(30);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio");
-    let failing = |report: &Report| -> BTreeSet<String> {
-        report
-            .checks
-            .iter()
-            .filter(|check| check.verdict == Verdict::Fail)
-            .map(|check| format!("{} {}", check.era, check.check))
-            .collect()
-    };
+    let runtime = support::tokio_runtime();
+    let failing = |report: &Report| support::probe_checks(report, Verdict::Fail);
     let first = runtime.block_on(probe::run(&config)).expect("reached");
     let second = runtime.block_on(probe::run(&config)).expect("reached");
     assert_eq!(
@@ -95,12 +85,18 @@ fn typescript_sdk_task_server_over_stdio() {
             "--quiet".to_owned(),
         ],
     });
-    // The SDK's stdio transport drops an unparsable line without answering, and its schema
+    // The SDK's stdio transport drops an unparsable line without answering; its schema
     // validation answers a wrong or missing taskId as an internal error (-32603), where
-    // the spec asks -32602.
+    // the spec asks -32602; a `required` tool called without a task answers a successful
+    // CallToolResult with isError (the spec: -32601), a `forbidden` one called as a task
+    // -32602 (the spec: SHOULD -32601); and it serves tasks/list where the server did not
+    // declare tasks.list.
     assert_eq!(
         findings,
         set(&[
+            "2025-11-25 hostile.forbidden-tool-called-as-task",
+            "2025-11-25 hostile.list-served-undeclared",
+            "2025-11-25 hostile.required-tool-called-without-task",
             "2025-11-25 shapes.get.task-id-missing",
             "2025-11-25 shapes.get.task-id-wrong-type",
             "2025-11-25 shapes.jsonrpc.malformed-json",
@@ -108,43 +104,31 @@ fn typescript_sdk_task_server_over_stdio() {
     );
 }
 
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn typescript_sdk_task_server_over_http() {
     if !installed() {
         return;
     }
-    let mut child = Command::new("node")
-        .arg(ts_dir().join("reference-server.mjs"))
-        .args(["--port", "0", "--quiet"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("node starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let server = Killed(child);
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).expect("a line");
-    let port = line
-        .trim()
-        .strip_prefix("listening ")
-        .unwrap_or_else(|| panic!("expected `listening PORT`, got {line:?}"))
-        .to_owned();
+    let (server, port) = support::spawn_listening(
+        Command::new("node")
+            .arg(ts_dir().join("reference-server.mjs"))
+            .args(["--port", "0", "--quiet"]),
+    );
     let findings = probe_twice(Target::Http {
         url: format!("http://127.0.0.1:{port}/mcp"),
-        tokens: Vec::new(),
+        // The server ignores tokens; its tasks are scoped by session, and each identity
+        // opens its own: the cross-identity checks hold.
+        tokens: vec![
+            ("a".to_owned(), "token-a".to_owned()),
+            ("b".to_owned(), "token-b".to_owned()),
+        ],
     });
     drop(server);
     assert_eq!(
         findings,
         set(&[
+            "2025-11-25 hostile.forbidden-tool-called-as-task",
+            "2025-11-25 hostile.required-tool-called-without-task",
             "2025-11-25 shapes.get.task-id-missing",
             "2025-11-25 shapes.get.task-id-wrong-type",
         ])

@@ -342,3 +342,57 @@ pub fn serve_fixture_tools(
         },
     )
 }
+
+/// A tokio runtime (two workers) for tests that drive the library's async code.
+pub fn tokio_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio")
+}
+
+/// A child process, killed and reaped on drop.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Spawns `command`, whose first stdout line must be `listening PORT`; returns the process
+/// and the port.
+pub fn spawn_listening(command: &mut Command) -> (Killed, u16) {
+    use std::io::BufRead as _;
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("{command:?}: {error}"));
+    let stdout = child.stdout.take().expect("stdout");
+    let child = Killed(child);
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("a line");
+    let port = line
+        .trim()
+        .strip_prefix("listening ")
+        .and_then(|port| port.parse().ok())
+        .unwrap_or_else(|| panic!("expected `listening PORT`, got {line:?}"));
+    (child, port)
+}
+
+/// The probe checks that ended `verdict`, each as `ERA CHECK`.
+pub fn probe_checks(
+    report: &tasklatch::probe::Report,
+    verdict: tasklatch::probe::Verdict,
+) -> std::collections::BTreeSet<String> {
+    report
+        .checks
+        .iter()
+        .filter(|check| check.verdict == verdict)
+        .map(|check| format!("{} {}", check.era, check.check))
+        .collect()
+}

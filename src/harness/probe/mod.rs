@@ -13,6 +13,13 @@
 //!    `taskSupport`, `CreateTaskResult`, `tasks/get`, `tasks/result` and its related-task
 //!    `_meta` (2025-11-25), the 2026-07-28 extension's shapes, error codes for unknown ids,
 //!    malformed JSON, wrong types, unknown params tolerated.
+//! 2. [`hostile`] — the hostile cases a client can express: a `required` tool called
+//!    without a task, a `forbidden` one as a task, a task param without the capability,
+//!    undeclared methods served, another identity's `get` / `result` / `cancel` / `list` /
+//!    `update` (refused exactly as an unknown id), a cancelled task that completes, a
+//!    terminal task that changes, an expired task revived, a retried `tools/call` (a second
+//!    task is a **risk**, not a failure: neither era has an idempotency key; tasklatch's
+//!    `_meta["dev.tasklatch/idempotency-key"]` is checked where the server honours it).
 //!
 //! What black-box evidence cannot show: the probe sees no versions and no store, and its
 //! clock is real, so a run is not deterministic; a finding is reported with what the wire
@@ -21,6 +28,7 @@
 //! Exit codes: 0 nothing failed, 1 a check failed, 2 bad usage or a server that cannot be
 //! reached or initialized (with the reason).
 
+pub mod hostile;
 pub mod peer;
 pub mod render;
 pub mod shapes;
@@ -47,6 +55,9 @@ pub enum Verdict {
     Fail,
     /// The check could not be run against this server (the reason says why).
     NotApplicable,
+    /// Allowed by the spec, dangerous in use (a retried call creating a second task): shown,
+    /// not counted as a finding.
+    Risk,
 }
 
 impl Verdict {
@@ -56,6 +67,7 @@ impl Verdict {
             Verdict::Pass => "pass",
             Verdict::Fail => "fail",
             Verdict::NotApplicable => "n/a",
+            Verdict::Risk => "risk",
         }
     }
 }
@@ -131,10 +143,13 @@ pub struct Config {
     pub request_timeout: Duration,
     /// How long a task the checks created may take to end.
     pub task_timeout: Duration,
+    /// The longest TTL the expiry check waits out (a server granting more: n/a).
+    pub expiry_wait: Duration,
 }
 
 impl Config {
-    /// A config with the default timeouts (10 s per request, 60 s per task).
+    /// A config with the default timeouts (10 s per request, 60 s per task, expiry waited
+    /// out up to 15 s).
     pub fn new(target: Target) -> Config {
         Config {
             target,
@@ -143,6 +158,7 @@ impl Config {
             args: None,
             request_timeout: Duration::from_secs(10),
             task_timeout: Duration::from_secs(60),
+            expiry_wait: Duration::from_secs(15),
         }
     }
 }
@@ -174,20 +190,34 @@ impl Report {
             .filter(|check| check.verdict == Verdict::Fail)
     }
 
-    /// `(pass, fail, n/a)` counts.
-    pub fn counts(&self) -> (usize, usize, usize) {
+    /// How many checks ended each way.
+    pub fn counts(&self) -> Counts {
         let count = |verdict| {
             self.checks
                 .iter()
                 .filter(|check| check.verdict == verdict)
                 .count()
         };
-        (
-            count(Verdict::Pass),
-            count(Verdict::Fail),
-            count(Verdict::NotApplicable),
-        )
+        Counts {
+            pass: count(Verdict::Pass),
+            fail: count(Verdict::Fail),
+            not_applicable: count(Verdict::NotApplicable),
+            risk: count(Verdict::Risk),
+        }
     }
+}
+
+/// Checks by verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counts {
+    /// Passed.
+    pub pass: usize,
+    /// Failed: findings.
+    pub fail: usize,
+    /// Not applicable.
+    pub not_applicable: usize,
+    /// Risks shown.
+    pub risk: usize,
 }
 
 /// The name of an era as the report writes it.
@@ -332,12 +362,23 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
                 "name": tool.name, "taskSupport": tool.task_support,
             })).collect::<Vec<_>>(),
         }));
+        let mut others = Vec::new();
+        for connection in &connections.identities[1..] {
+            let other = open(era, connection.clone(), journal.clone(), config)
+                .await
+                .map_err(|reason| {
+                    Unreachable(format!("identity {}: {reason}", connection.identity()))
+                })?;
+            others.push(other);
+        }
         let context = shapes::Context {
             opened: &opened,
+            others: &others,
             config,
             clock,
         };
         report.checks.extend(shapes::run(&context).await);
+        report.checks.extend(hostile::run(&context).await);
     }
     if report.eras.is_empty() {
         return Err(Unreachable(format!(

@@ -380,6 +380,15 @@ impl Peer {
         self.request("tools/call", params).await
     }
 
+    /// [`Peer::create`] with `meta` as the request's `_meta` (an idempotency key, say).
+    pub async fn create_with_meta(&self, tool: &str, arguments: &Value, meta: Value) -> Exchange {
+        let mut params = json!({ "name": tool, "arguments": arguments, "_meta": meta });
+        if self.era == Era::Core2025 {
+            params["task"] = json!({});
+        }
+        self.request("tools/call", params).await
+    }
+
     /// `tools/call` of `tool` without a task (2026-07-28: without declaring the extension).
     pub async fn call_plain(&self, tool: &str, arguments: &Value) -> Exchange {
         self.request_declaring(

@@ -26,7 +26,7 @@ pub fn text(report: &Report) -> String {
                 check.check,
                 check.detail
             );
-            if check.verdict == Verdict::Fail {
+            if matches!(check.verdict, Verdict::Fail | Verdict::Risk) {
                 for exchange in check.evidence.iter().take(3) {
                     let _ = writeln!(out, "         {}", exchange.summary());
                 }
@@ -40,26 +40,32 @@ pub fn text(report: &Report) -> String {
     out
 }
 
-/// `N checks: P pass, F fail, X n/a — verdict`.
+/// `N checks: P pass, F fail, X n/a, R risks — verdict`.
 pub fn summary(report: &Report) -> String {
-    let (pass, fail, na) = report.counts();
+    let counts = report.counts();
     let should = report
         .findings()
         .filter(|check| check.level == Level::Should)
         .count();
-    let verdict = if fail == 0 {
+    let verdict = if counts.fail == 0 {
         "no findings".to_owned()
     } else {
         format!(
-            "{fail} finding{} ({} MUST, {should} SHOULD)",
-            if fail == 1 { "" } else { "s" },
-            fail - should
+            "{} finding{} ({} MUST, {should} SHOULD)",
+            counts.fail,
+            if counts.fail == 1 { "" } else { "s" },
+            counts.fail - should
         )
     };
     format!(
-        "{} checks in {}: {pass} pass, {fail} fail, {na} n/a — {verdict}",
+        "{} checks in {}: {} pass, {} fail, {} n/a, {} risk{} — {verdict}",
         report.checks.len(),
         report.eras.join(" and "),
+        counts.pass,
+        counts.fail,
+        counts.not_applicable,
+        counts.risk,
+        if counts.risk == 1 { "" } else { "s" },
     )
 }
 
@@ -103,7 +109,8 @@ pub fn write_out(report: &Report, directory: &Path, rerun: &str) -> Result<(), S
 
 /// The JUnit document: a suite per era, a case per check.
 pub fn junit(report: &Report) -> String {
-    let (_, fail, na) = report.counts();
+    let counts = report.counts();
+    let (fail, na) = (counts.fail, counts.not_applicable);
     let mut out = String::new();
     let _ = writeln!(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>");
     let _ = writeln!(
@@ -136,6 +143,13 @@ pub fn junit(report: &Report) -> String {
             match check.verdict {
                 Verdict::Pass => {
                     let _ = writeln!(out, "/>");
+                }
+                Verdict::Risk => {
+                    let _ = writeln!(
+                        out,
+                        ">\n      <system-out>risk: {}</system-out>\n    </testcase>",
+                        xml_escape(&check.detail)
+                    );
                 }
                 Verdict::NotApplicable => {
                     let _ = writeln!(

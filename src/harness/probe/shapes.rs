@@ -14,8 +14,10 @@ const TOOL_TRIES_MAX: usize = 10;
 
 /// What the checks of one era work with.
 pub struct Context<'a> {
-    /// The era opened, its facts and tools.
+    /// The era opened, its facts and tools, as the first identity.
     pub opened: &'a Opened,
+    /// The same era opened as each other identity (HTTP with several tokens).
+    pub others: &'a [Opened],
     /// The run's settings.
     pub config: &'a Config,
     /// The run's clock.
@@ -783,7 +785,7 @@ fn task_problem(view: &TaskView, what: &str) -> Option<String> {
 }
 
 /// A status as the wire writes it.
-fn status_name(status: Option<TaskStatus>) -> String {
+pub(super) fn status_name(status: Option<TaskStatus>) -> String {
     status.map_or("no known status".to_owned(), |status| {
         serde_json::to_value(status)
             .ok()

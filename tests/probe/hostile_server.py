@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""A deliberately broken MCP tasks server for the probe's hostile checks
+(tests/probe_broken.rs). Standard library only. Its wire shapes are right; its state
+contract is not. Two modes:
+
+  hostile_server.py stdio    2025-11-25 over stdio, declaring neither tasks.list,
+                             tasks.cancel nor tasks.requests.tools.call:
+    tool `must` (required) runs without a task   -> hostile.required-tool-called-without-task
+    tool `never` (forbidden) accepted as a task  -> hostile.forbidden-tool-called-as-task
+    a task param honoured without the capability -> hostile.task-param-without-capability
+    tasks/list served though not declared        -> hostile.list-served-undeclared
+    tasks/cancel served though not declared      -> hostile.cancel-served-undeclared
+
+  hostile_server.py http     both eras over Streamable HTTP on a free loopback port
+                             (prints `listening PORT`), every capability declared; each
+                             bearer token is an identity, and:
+    tasks are not scoped to their identity       -> hostile.foreign-identity.* (get, result,
+                                                    cancel, list, update; and the owner then
+                                                    reads its task cancelled)
+    a cancelled task's work still completes it   -> hostile.cancelled-never-completes
+    a terminal task's lastUpdatedAt moves        -> hostile.terminal-never-changes
+    an expired task reads as gone for a second,
+      then comes back                            -> hostile.expired-stays-gone
+    an idempotency key answers its task for any
+      arguments                                  -> hostile.idempotency-key.bound-to-request
+    a tools/call that does not declare the 2026
+      extension still gets a task                -> hostile.no-task-without-extension
+    every retried tools/call a new task          -> hostile.retried-call (a risk)
+"""
+
+import http.server
+import json
+import sys
+import time
+import uuid
+
+TASK_SECONDS = 0.5
+GONE_SECONDS = 1.0
+KEY_META = "dev.tasklatch/idempotency-key"
+ENVELOPE_VERSION = "io.modelcontextprotocol/protocolVersion"
+RELATED = "io.modelcontextprotocol/related-task"
+MODE = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+tasks = {}
+keys = {}
+
+
+class RpcError(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def stamp(seconds):
+    whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+    return "%s.%03dZ" % (whole, int(seconds * 1000) % 1000)
+
+
+def status_of(task):
+    elapsed = time.monotonic() - task["started"]
+    # The work does not look at the cancel: once it is done, it overwrites it.
+    if elapsed > TASK_SECONDS:
+        return "completed"
+    return task["status"]
+
+
+def task_fields(task_id, modern):
+    task = tasks[task_id]
+    elapsed = time.monotonic() - task["started"]
+    ttl_s = task["ttl"] / 1000.0
+    if ttl_s <= elapsed < ttl_s + GONE_SECONDS:
+        raise RpcError(-32602, "Task has expired")
+    status = status_of(task)
+    # A finished task is "updated" at every read.
+    updated = time.time() if status == "completed" else task["created"]
+    fields = {
+        "taskId": task_id,
+        "status": status,
+        "createdAt": stamp(task["created"]),
+        "lastUpdatedAt": stamp(updated),
+    }
+    if modern:
+        fields["ttlMs"] = task["ttl"]
+    else:
+        fields["ttl"] = task["ttl"]
+    return fields
+
+
+def create(owner, params, modern):
+    meta = params.get("_meta") or {}
+    key = meta.get(KEY_META)
+    if key is not None and key in keys:
+        return keys[key]
+    task_id = str(uuid.uuid4())
+    asked = (params.get("task") or {}).get("ttl")
+    tasks[task_id] = {
+        "owner": owner,
+        "status": "working",
+        "started": time.monotonic(),
+        "created": time.time(),
+        "ttl": asked if isinstance(asked, int) else (1000 if modern else 60000),
+    }
+    if key is not None:
+        keys[key] = task_id
+    return task_id
+
+
+def find(params):
+    task_id = params.get("taskId")
+    if not isinstance(task_id, str) or task_id not in tasks:
+        raise RpcError(-32602, "Task not found")
+    return task_id
+
+
+def handle_stdio(method, params):
+    if method == "initialize":
+        return {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}, "tasks": {}},
+            "serverInfo": {"name": "hostile", "version": "0"},
+        }
+    if method == "tools/list":
+        return {"tools": [
+            {"name": "job", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}},
+            {"name": "must", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}},
+            {"name": "never", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "forbidden"}},
+        ]}
+    if method == "tools/call":
+        if "task" in params:
+            task_id = create("stdio", params, False)
+            return {"task": task_fields(task_id, False)}
+        return {"content": [{"type": "text", "text": "ran"}]}
+    if method == "tasks/get":
+        return task_fields(find(params), False)
+    if method == "tasks/cancel":
+        task_id = find(params)
+        tasks[task_id]["status"] = "cancelled"
+        tasks[task_id]["started"] = time.monotonic() + 3600
+        return task_fields(task_id, False)
+    if method == "tasks/list":
+        return {"tasks": [task_fields(task_id, False) for task_id in tasks]}
+    if method == "tasks/result":
+        find(params)
+        return {"content": [{"type": "text", "text": "done"}], "_meta": {RELATED: {"taskId": params["taskId"]}}}
+    raise RpcError(-32601, "Method not found")
+
+
+def handle_http(owner, method, params):
+    modern = ENVELOPE_VERSION in (params.get("_meta") or {})
+    if method == "initialize":
+        return {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}, "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}},
+            "serverInfo": {"name": "hostile", "version": "0"},
+        }
+    if method == "server/discover":
+        return {"resultType": "complete", "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}}
+    if method == "tools/list":
+        tool = {"name": "job", "inputSchema": {"type": "object", "properties": {"label": {"type": "string"}}}}
+        if not modern:
+            tool["execution"] = {"taskSupport": "optional"}
+        return {"tools": [tool]}
+    if method == "tools/call":
+        task_id = create(owner, params, modern)
+        if modern:
+            return dict(task_fields(task_id, True), resultType="task")
+        return {"task": task_fields(task_id, False)}
+    if method == "tasks/get":
+        task_id = find(params)
+        fields = task_fields(task_id, modern)
+        if modern:
+            fields["resultType"] = "complete"
+            if fields["status"] == "completed":
+                fields["result"] = {"content": [{"type": "text", "text": "done"}]}
+        return fields
+    if method == "tasks/cancel":
+        task_id = find(params)
+        if status_of(tasks[task_id]) == "completed":
+            if modern:
+                return {"resultType": "complete"}
+            raise RpcError(-32602, "Cannot cancel task: already in terminal status 'completed'")
+        tasks[task_id]["status"] = "cancelled"
+        return {"resultType": "complete"} if modern else task_fields(task_id, False)
+    if method == "tasks/update":
+        find(params)
+        return {"resultType": "complete"}
+    if method == "tasks/list" and not modern:
+        return {"tasks": [task_fields(task_id, False) for task_id in list(tasks)
+                          if not is_gone(task_id)]}
+    if method == "tasks/result" and not modern:
+        task_id = find(params)
+        while status_of(tasks[task_id]) != "completed":
+            time.sleep(0.05)
+        return {"content": [{"type": "text", "text": "done"}], "_meta": {RELATED: {"taskId": task_id}}}
+    raise RpcError(-32601, "Method not found")
+
+
+def is_gone(task_id):
+    try:
+        task_fields(task_id, False)
+        return False
+    except RpcError:
+        return True
+
+
+def answer(message, handler):
+    if not isinstance(message, dict) or "id" not in message:
+        return None
+    try:
+        result = handler(message.get("method"), message.get("params") or {})
+        return {"jsonrpc": "2.0", "id": message["id"], "result": result}
+    except RpcError as error:
+        return {"jsonrpc": "2.0", "id": message["id"], "error": {"code": error.code, "message": error.message}}
+
+
+def serve_stdio():
+    for line in sys.stdin:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            reply = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+        else:
+            reply = answer(message, handle_stdio)
+        if reply is not None:
+            sys.stdout.write(json.dumps(reply) + "\n")
+            sys.stdout.flush()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
+        owner = self.headers.get("authorization") or "anonymous"
+        try:
+            message = json.loads(body)
+        except ValueError:
+            reply = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+        else:
+            reply = answer(message, lambda method, params: handle_http(owner, method, params))
+        if reply is None:
+            self.send_response(202)
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def serve_http():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print("listening %d" % server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    serve_http() if MODE == "http" else serve_stdio()
