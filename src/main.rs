@@ -903,6 +903,7 @@ mod probing {
     use std::path::PathBuf;
     use std::process::ExitCode;
     use tasklatch::contract::Era;
+    use tasklatch::probe::workload::Workload;
     use tasklatch::probe::{self, Config, EraChoice, Target, render};
     use tasklatch::report::{parse_budget, write_whole};
 
@@ -940,6 +941,16 @@ mod probing {
         /// grants more than this makes the check n/a).
         #[arg(long, default_value = "15s")]
         expiry_wait: String,
+        /// Phase 3: how long the clients issue operations, per era (`0` skips the workload).
+        #[arg(long, default_value = "10s")]
+        budget: String,
+        /// The seed of the workload's choices (default: drawn, and printed in the rerun
+        /// command).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Workload clients per identity.
+        #[arg(long, default_value_t = 2)]
+        clients: usize,
         /// Write the report (`probe.json`) and one record per finding (`findings/`) here.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
@@ -1021,7 +1032,46 @@ mod probing {
             .map_err(|error| format!("--request-timeout {error}"))?;
         config.task_timeout =
             parse_budget(&args.task_timeout).map_err(|error| format!("--task-timeout {error}"))?;
+        config.expiry_wait =
+            parse_budget(&args.expiry_wait).map_err(|error| format!("--expiry-wait {error}"))?;
+        let budget = parse_budget(&args.budget).map_err(|error| format!("--budget {error}"))?;
+        if !(1..=64).contains(&args.clients) {
+            return Err(format!("--clients {}: expected 1 to 64", args.clients));
+        }
+        if !budget.is_zero() {
+            config.workload = Some(Workload {
+                budget,
+                seed: args.seed.unwrap_or_else(drawn_seed),
+                clients_per_identity: args.clients,
+            });
+        }
         Ok(config)
+    }
+
+    /// A seed from the OS (a probe run is not deterministic anyway; the seed fixes the
+    /// clients' choices, and the rerun command carries it).
+    fn drawn_seed() -> u64 {
+        let mut bytes = [0u8; 8];
+        let _ = getrandom::fill(&mut bytes);
+        u64::from_le_bytes(bytes) >> 16
+    }
+
+    /// The command line that reruns this probe with the same workload seed.
+    fn rerun_line(config: &Config) -> String {
+        let mut args: Vec<String> = std::env::args().collect();
+        if let Some(workload) = &config.workload
+            && !args
+                .iter()
+                .any(|arg| arg == "--seed" || arg.starts_with("--seed="))
+        {
+            let at = args
+                .iter()
+                .position(|arg| arg == "--")
+                .unwrap_or(args.len());
+            args.insert(at, workload.seed.to_string());
+            args.insert(at, "--seed".to_owned());
+        }
+        render::shell_line(&args)
     }
 
     pub fn probe(args: ProbeArgs) -> ExitCode {
@@ -1049,7 +1099,7 @@ mod probing {
                 return ExitCode::from(EXIT_BAD_INPUT);
             }
         };
-        let rerun = render::shell_line(&std::env::args().collect::<Vec<_>>());
+        let rerun = rerun_line(&config);
         if args.json {
             match serde_json::to_string_pretty(&report) {
                 Ok(text) => println!("{text}"),

@@ -7,6 +7,7 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 use tasklatch::contract::Era;
+use tasklatch::probe::workload::Workload;
 use tasklatch::probe::{self, Config, EraChoice, Report, Target, Verdict};
 
 use support::{probe_checks as checks_with, tokio_runtime as runtime};
@@ -93,10 +94,19 @@ fn every_hostile_check_fails_on_its_defect() {
         ],
     };
     config.era = EraChoice::Auto;
+    config.workload = Some(Workload {
+        budget: Duration::from_secs(3),
+        seed: 5,
+        clients_per_identity: 2,
+    });
     let http = runtime()
         .block_on(probe::run(&config))
         .expect("http mode reached");
     drop(server);
+    WORKLOAD_FAILED
+        .lock()
+        .unwrap()
+        .extend(names_failed(&http, "workload."));
 
     let hostile = |set: BTreeSet<String>| -> BTreeSet<String> {
         set.into_iter()
@@ -123,4 +133,63 @@ fn every_hostile_check_fails_on_its_defect() {
         "hostile checks that never met their defect: {missed:?}"
     );
     assert!(seen.len() >= 25, "{} hostile checks: {seen:?}", seen.len());
+}
+
+/// Workload invariants failed by the hostile test's HTTP run, for the workload test.
+static WORKLOAD_FAILED: std::sync::Mutex<BTreeSet<String>> = std::sync::Mutex::new(BTreeSet::new());
+
+/// The checks under `prefix` that failed, by name (any era).
+fn names_failed(report: &Report, prefix: &str) -> BTreeSet<String> {
+    report
+        .checks
+        .iter()
+        .filter(|check| check.verdict == Verdict::Fail && check.check.starts_with(prefix))
+        .map(|check| check.check.clone())
+        .collect()
+}
+
+/// Every workload invariant meets its defect: the state-contract defects of
+/// hostile_server.py's `http` mode under a workload (isolation, latch, gone stays gone,
+/// one result), and its `http-workload` mode's duplicate ids, tasks that never end and
+/// reads that never answer.
+#[test]
+fn every_workload_invariant_fails_on_its_defect() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/probe/hostile_server.py");
+    let (server, port) = support::spawn_listening(
+        std::process::Command::new("python3").args([script, "http-workload"]),
+    );
+    let mut config = Config::new(Target::Http {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        tokens: vec![
+            ("a".to_owned(), "token-a".to_owned()),
+            ("b".to_owned(), "token-b".to_owned()),
+        ],
+    });
+    config.request_timeout = Duration::from_secs(2);
+    config.task_timeout = Duration::from_secs(4);
+    config.workload = Some(Workload {
+        budget: Duration::from_secs(3),
+        seed: 5,
+        clients_per_identity: 2,
+    });
+    let report = runtime().block_on(probe::run(&config)).expect("reached");
+    drop(server);
+    // The `http` mode's workload runs in the hostile test (the tests of one file share a
+    // process); run it here when this test runs alone.
+    if WORKLOAD_FAILED.lock().unwrap().is_empty() {
+        every_hostile_check_fails_on_its_defect();
+    }
+    let mut failed = names_failed(&report, "workload.");
+    failed.extend(WORKLOAD_FAILED.lock().unwrap().iter().cloned());
+    let all: BTreeSet<String> = report
+        .checks
+        .iter()
+        .filter(|check| check.check.starts_with("workload."))
+        .map(|check| check.check.clone())
+        .collect();
+    assert_eq!(all.len(), 7, "{all:?}");
+    assert_eq!(
+        failed, all,
+        "workload invariants that never met their defect"
+    );
 }

@@ -1,4 +1,5 @@
-//! No false positives: the probe's checks (shapes and hostile cases, both eras) find nothing
+//! No false positives: the probe's checks (shapes, hostile cases and a 3-second workload
+//! judged by the oracle, both eras) find nothing
 //! against tasklatch over stdio and over HTTP with two identities, on SQLite; a server that
 //! cannot be reached is exit-2 material with the reason. (tests/probe_broken.rs shows each
 //! check able to fail.)
@@ -7,6 +8,7 @@ mod support;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
+use tasklatch::probe::workload::Workload;
 use tasklatch::probe::{self, Config, Report, Target, Verdict};
 
 use support::{probe_checks as checks_with, tokio_runtime as runtime};
@@ -17,6 +19,11 @@ fn export_config(target: Target) -> Config {
     config.args = Some(serde_json::json!({ "delay_ms": 1000 }));
     config.request_timeout = Duration::from_secs(5);
     config.task_timeout = Duration::from_secs(30);
+    config.workload = Some(Workload {
+        budget: Duration::from_secs(3),
+        seed: 7,
+        clients_per_identity: 2,
+    });
     config
 }
 

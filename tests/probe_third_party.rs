@@ -43,6 +43,11 @@ fn probe_twice(target: Target) -> BTreeSet<String> {
     config.args = Some(serde_json::json!({ "delay_ms": 1000 }));
     config.request_timeout = Duration::from_secs(3);
     config.task_timeout = Duration::from_secs(30);
+    config.workload = Some(tasklatch::probe::workload::Workload {
+        budget: Duration::from_secs(3),
+        seed: 11,
+        clients_per_identity: 2,
+    });
     let runtime = support::tokio_runtime();
     let failing = |report: &Report| support::probe_checks(report, Verdict::Fail);
     let first = runtime.block_on(probe::run(&config)).expect("reached");

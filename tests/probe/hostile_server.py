@@ -26,6 +26,14 @@ contract is not. Two modes:
     a tools/call that does not declare the 2026
       extension still gets a task                -> hostile.no-task-without-extension
     every retried tools/call a new task          -> hostile.retried-call (a risk)
+    and under a workload (tasklatch probe --budget) the same defects break
+    workload.isolation, workload.terminal-latch, workload.gone-stays-gone and
+    workload.one-result.
+
+  hostile_server.py http-workload   as `http`, and also:
+    every 5th create answers the previous task's id -> workload.unique-task-ids
+    every 7th task never ends                        -> workload.liveness
+    a tasks/get of such a task hangs for 5 s         -> workload.every-request-answered
 """
 
 import http.server
@@ -42,6 +50,7 @@ RELATED = "io.modelcontextprotocol/related-task"
 MODE = sys.argv[1] if len(sys.argv) > 1 else "stdio"
 tasks = {}
 keys = {}
+creates = []
 
 
 class RpcError(Exception):
@@ -57,6 +66,8 @@ def stamp(seconds):
 
 
 def status_of(task):
+    if task.get("stuck"):
+        return "working"
     elapsed = time.monotonic() - task["started"]
     # The work does not look at the cancel: once it is done, it overwrites it.
     if elapsed > TASK_SECONDS:
@@ -91,6 +102,9 @@ def create(owner, params, modern):
     key = meta.get(KEY_META)
     if key is not None and key in keys:
         return keys[key]
+    if MODE == "http-workload" and len(creates) % 5 == 4:
+        creates.append(creates[-1])
+        return creates[-1]
     task_id = str(uuid.uuid4())
     asked = (params.get("task") or {}).get("ttl")
     tasks[task_id] = {
@@ -100,6 +114,10 @@ def create(owner, params, modern):
         "created": time.time(),
         "ttl": asked if isinstance(asked, int) else (1000 if modern else 60000),
     }
+    if MODE == "http-workload" and len(creates) % 7 == 6:
+        tasks[task_id]["stuck"] = True
+        tasks[task_id]["ttl"] = 3600000
+    creates.append(task_id)
     if key is not None:
         keys[key] = task_id
     return task_id
@@ -168,6 +186,8 @@ def handle_http(owner, method, params):
         return {"task": task_fields(task_id, False)}
     if method == "tasks/get":
         task_id = find(params)
+        if tasks[task_id].get("stuck"):
+            time.sleep(5)
         fields = task_fields(task_id, modern)
         if modern:
             fields["resultType"] = "complete"
@@ -257,9 +277,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 def serve_http():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    # A client that gave up on a hung answer closes its socket: not worth a traceback.
+    server.handle_error = lambda request, client_address: None
     print("listening %d" % server.server_address[1], flush=True)
     server.serve_forever()
 
 
 if __name__ == "__main__":
-    serve_http() if MODE == "http" else serve_stdio()
+    serve_http() if MODE.startswith("http") else serve_stdio()

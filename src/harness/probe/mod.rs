@@ -20,6 +20,10 @@
 //!    terminal task that changes, an expired task revived, a retried `tools/call` (a second
 //!    task is a **risk**, not a failure: neither era has an idempotency key; tasklatch's
 //!    `_meta["dev.tasklatch/idempotency-key"]` is checked where the server honours it).
+//! 3. [`workload`] — clients of every identity issue seeded random operations for the
+//!    budget, then a liveness phase waits for every task to end; [`oracle`] judges the
+//!    history (unique ids, isolation, terminal latch, gone stays gone, one result,
+//!    liveness, every request answered).
 //!
 //! What black-box evidence cannot show: the probe sees no versions and no store, and its
 //! clock is real, so a run is not deterministic; a finding is reported with what the wire
@@ -29,10 +33,12 @@
 //! reached or initialized (with the reason).
 
 pub mod hostile;
+pub mod oracle;
 pub mod peer;
 pub mod render;
 pub mod shapes;
 pub mod transport;
+pub mod workload;
 
 use crate::contract::Era;
 use peer::{Facts, Journal, Peer, ToolInfo};
@@ -145,6 +151,8 @@ pub struct Config {
     pub task_timeout: Duration,
     /// The longest TTL the expiry check waits out (a server granting more: n/a).
     pub expiry_wait: Duration,
+    /// Phase 3's workload (none: phases 1 and 2 only).
+    pub workload: Option<workload::Workload>,
 }
 
 impl Config {
@@ -159,6 +167,7 @@ impl Config {
             request_timeout: Duration::from_secs(10),
             task_timeout: Duration::from_secs(60),
             expiry_wait: Duration::from_secs(15),
+            workload: None,
         }
     }
 }
@@ -177,6 +186,12 @@ pub struct Report {
     pub server: Vec<Value>,
     /// Every check, in the order run.
     pub checks: Vec<CheckOutcome>,
+    /// The workload's seed (phase 3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Each era's workload history (phase 3), for the timeline.
+    #[serde(skip)]
+    pub histories: Vec<(&'static str, Vec<workload::Op>)>,
     /// The server's last stderr lines (stdio).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stderr_tail: Vec<String>,
@@ -328,6 +343,8 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
         skipped: Vec::new(),
         server: Vec::new(),
         checks: Vec::new(),
+        seed: config.workload.as_ref().map(|workload| workload.seed),
+        histories: Vec::new(),
         stderr_tail: Vec::new(),
     };
     for era in candidates {
@@ -379,6 +396,11 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
         };
         report.checks.extend(shapes::run(&context).await);
         report.checks.extend(hostile::run(&context).await);
+        if let Some(workload) = &config.workload {
+            let (checks, history) = run_workload(&context, workload).await;
+            report.checks.extend(checks);
+            report.histories.push((era_name(era), history));
+        }
     }
     if report.eras.is_empty() {
         return Err(Unreachable(format!(
@@ -393,6 +415,45 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
         server.kill().await;
     }
     Ok(report)
+}
+
+/// Phase 3 in one era: the clients of every identity, then the oracle.
+async fn run_workload(
+    context: &shapes::Context<'_>,
+    workload: &workload::Workload,
+) -> (Vec<CheckOutcome>, Vec<workload::Op>) {
+    let era = context.opened.peer.era;
+    let tool = match shapes::chosen_tool(context) {
+        Ok(tool) => tool,
+        Err(why) => {
+            let mut out = shapes::Outcomes::new(era);
+            out.not_applicable("workload", Level::Must, &why);
+            return (out.list, Vec::new());
+        }
+    };
+    let mut clients = Vec::new();
+    for opened in std::iter::once(context.opened).chain(context.others.iter()) {
+        for _ in 0..workload.clients_per_identity.max(1) {
+            let mut waiting_peer = opened.peer.sibling(Arc::new(Journal::default()));
+            waiting_peer.timeout = context.config.task_timeout;
+            clients.push(workload::ClientSpec {
+                peer: Arc::new(opened.peer.sibling(Arc::new(Journal::default()))),
+                waiting_peer: Arc::new(waiting_peer),
+                tool: tool.clone(),
+                list: opened.facts.list(),
+                cancel: opened.facts.cancel(),
+            });
+        }
+    }
+    let history = workload::run(
+        clients,
+        workload,
+        context.clock,
+        context.config.task_timeout,
+    )
+    .await;
+    let ops = history.ops();
+    (oracle::judge(&ops, &history.owned(), era), ops)
 }
 
 fn stderr_of(connections: &Connections) -> String {

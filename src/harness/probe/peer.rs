@@ -158,7 +158,9 @@ pub struct Peer {
     /// The era every request is built in.
     pub era: Era,
     connection: Arc<Connection>,
-    next_id: AtomicU64,
+    /// Request ids, shared with its siblings: ids must be unique on a connection (stdio
+    /// routes answers by id).
+    next_id: Arc<AtomicU64>,
     /// How long one request may wait for its answer.
     pub timeout: Duration,
     journal: Arc<Journal>,
@@ -177,10 +179,23 @@ impl Peer {
         Peer {
             era,
             connection,
-            next_id: AtomicU64::new(1),
+            next_id: Arc::new(AtomicU64::new(1)),
             timeout,
             journal,
             negotiated: Mutex::new(None),
+        }
+    }
+
+    /// A second client of the same identity, era and connection (its own request ids),
+    /// keeping its exchanges in `journal`.
+    pub fn sibling(&self, journal: Arc<Journal>) -> Peer {
+        Peer {
+            era: self.era,
+            connection: self.connection.clone(),
+            next_id: self.next_id.clone(),
+            timeout: self.timeout,
+            journal,
+            negotiated: Mutex::new(lock(&self.negotiated).clone()),
         }
     }
 

@@ -1,5 +1,6 @@
 //! What a probe run leaves behind: the verdict table on the terminal, and with `--out DIR`
-//! the whole report (`probe.json`), one `tasklatch.probe/v1` record per finding
+//! the whole report (`probe.json`), each era's workload history (`history-ERA.jsonl`, one
+//! operation a line), one `tasklatch.probe/v1` record per finding
 //! (`findings/NNN-<check>.json`, each with the command that reruns it) and, with
 //! `--junit`, a JUnit file (a test case per check: n/a is skipped).
 
@@ -35,6 +36,9 @@ pub fn text(report: &Report) -> String {
     }
     for skipped in &report.skipped {
         let _ = writeln!(out, "\nnot probed: {skipped}");
+    }
+    if let Some(seed) = report.seed {
+        let _ = writeln!(out, "\nworkload seed {seed}");
     }
     let _ = writeln!(out, "\n{}", summary(report));
     out
@@ -96,6 +100,16 @@ pub fn write_out(report: &Report, directory: &Path, rerun: &str) -> Result<(), S
         &directory.join("probe.json"),
         &serde_json::to_string_pretty(&whole).map_err(|error| error.to_string())?,
     )?;
+    for (era, ops) in &report.histories {
+        let lines: Vec<String> = ops
+            .iter()
+            .filter_map(|op| serde_json::to_string(op).ok())
+            .collect();
+        write_whole(
+            &directory.join(format!("history-{era}.jsonl")),
+            &(lines.join("\n") + "\n"),
+        )?;
+    }
     for (index, check) in report.findings().enumerate() {
         let name = format!("{:03}-{}.json", index + 1, check.check.replace('/', "-"));
         let record = finding_record(check, rerun, &commit);

@@ -24,15 +24,16 @@ pub struct Context<'a> {
     pub clock: Clock,
 }
 
-/// Collects outcomes for one era.
-pub(super) struct Outcomes {
+/// Collects the outcomes of one era's checks.
+pub struct Outcomes {
     era: &'static str,
     /// What was decided so far.
     pub(super) list: Vec<CheckOutcome>,
 }
 
 impl Outcomes {
-    pub(super) fn new(era: Era) -> Outcomes {
+    /// Outcomes of checks in `era`.
+    pub fn new(era: Era) -> Outcomes {
         Outcomes {
             era: era_name(era),
             list: Vec::new(),

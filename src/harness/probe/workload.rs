@@ -1,0 +1,305 @@
+//! Phase 3: the workload, Jepsen-style. Clients of every identity issue seeded random
+//! operations (create, get, result, cancel, list, a read of another identity's task) for
+//! the budget, each recorded with its invocation time, completion time and full answer;
+//! then a bounded liveness phase polls every task until it ends. [`super::oracle`] judges
+//! the history.
+//!
+//! The seed fixes each client's choices (operation, task, pause); the server's timing is
+//! real, so a rerun replays the schedule, not the interleaving.
+
+use super::peer::{Peer, code};
+use super::transport::{Clock, Exchange};
+use crate::contract::{Era, TaskStatus};
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Tasks one client creates at most (a bound on the history, whatever the budget).
+pub const TASKS_PER_CLIENT_MAX: usize = 64;
+/// Operations one client issues at most.
+pub const OPS_PER_CLIENT_MAX: usize = 5_000;
+/// The longest pause between a client's operations, in ms.
+const PAUSE_MS_MAX: u64 = 40;
+
+/// The workload's settings.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    /// How long clients issue operations.
+    pub budget: Duration,
+    /// The seed of every client's choices.
+    pub seed: u64,
+    /// Clients per identity.
+    pub clients_per_identity: usize,
+}
+
+/// What one operation did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OpKind {
+    /// `tools/call` as a task.
+    Create,
+    /// `tasks/get` of the client's own task.
+    Get,
+    /// `tasks/result` (2025-11-25).
+    Result,
+    /// `tasks/cancel`.
+    Cancel,
+    /// `tasks/list` (2025-11-25, where declared).
+    List,
+    /// `tasks/get` of another identity's task.
+    ForeignGet,
+    /// A read in the liveness phase.
+    Settle,
+}
+
+/// One recorded operation.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Op {
+    /// The client (index over all identities).
+    pub client: usize,
+    /// Its identity.
+    pub identity: String,
+    /// What it did.
+    pub kind: OpKind,
+    /// The task it named (a create: the one answered).
+    pub task_id: Option<String>,
+    /// The exchange: request, answer, times.
+    pub exchange: Exchange,
+}
+
+/// A seeded generator (SplitMix64): the schedule's only source of choices.
+#[derive(Clone, Debug)]
+pub struct Draw(u64);
+
+impl Draw {
+    /// A generator for `seed` and stream `stream` (a client).
+    pub fn new(seed: u64, stream: u64) -> Draw {
+        let mut draw = Draw(seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        draw.next_u64();
+        draw
+    }
+
+    /// The next 64 bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number below `bound` (`bound` > 0).
+    pub fn below(&mut self, bound: u64) -> u64 {
+        assert!(bound > 0, "an empty range");
+        self.next_u64() % bound
+    }
+}
+
+/// The history being recorded, shared by the clients.
+#[derive(Default)]
+pub struct History {
+    ops: Mutex<Vec<Op>>,
+    /// Every task created, with its owner's identity.
+    owned: Mutex<Vec<(String, String)>>,
+}
+
+impl History {
+    fn record(&self, op: Op) {
+        lock(&self.ops).push(op);
+    }
+
+    /// Everything recorded, in completion order.
+    pub fn ops(&self) -> Vec<Op> {
+        lock(&self.ops).clone()
+    }
+
+    /// `(task id, owner identity)` of every task created.
+    pub fn owned(&self) -> Vec<(String, String)> {
+        lock(&self.owned).clone()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// One client's place in the run.
+pub struct ClientSpec {
+    /// Its peer (its identity's connection, opened in the era).
+    pub peer: Arc<Peer>,
+    /// The same, waiting as long as a task may take: `tasks/result` blocks until the end.
+    pub waiting_peer: Arc<Peer>,
+    /// The tool and arguments it creates tasks with.
+    pub tool: (String, Value),
+    /// `tasks/list` declared.
+    pub list: bool,
+    /// `tasks/cancel` served.
+    pub cancel: bool,
+}
+
+/// Runs the clients for the budget, then the liveness phase (`settle`: how long every task
+/// may take to end). Returns the history.
+pub async fn run(
+    clients: Vec<ClientSpec>,
+    workload: &Workload,
+    clock: Clock,
+    settle: Duration,
+) -> Arc<History> {
+    let history = Arc::new(History::default());
+    let deadline_ms = clock.now_ms() + workload.budget.as_millis() as u64;
+    let mut handles = Vec::new();
+    let clients: Vec<Arc<ClientSpec>> = clients.into_iter().map(Arc::new).collect();
+    for (index, client) in clients.iter().enumerate() {
+        let client = client.clone();
+        let history = history.clone();
+        let draw = Draw::new(workload.seed, index as u64);
+        handles.push(tokio::spawn(async move {
+            client_loop(index, &client, draw, &history, clock, deadline_ms).await;
+        }));
+    }
+    for handle in handles {
+        let _ = handle.await;
+    }
+    settle_all(&clients, &history, clock, settle).await;
+    history
+}
+
+async fn client_loop(
+    index: usize,
+    client: &ClientSpec,
+    mut draw: Draw,
+    history: &History,
+    clock: Clock,
+    deadline_ms: u64,
+) {
+    let peer = &client.peer;
+    let identity = peer.identity().to_owned();
+    let mut mine: Vec<String> = Vec::new();
+    for _ in 0..OPS_PER_CLIENT_MAX {
+        if clock.now_ms() >= deadline_ms {
+            break;
+        }
+        let roll = draw.below(100);
+        let pick = |draw: &mut Draw, tasks: &[String]| -> Option<String> {
+            (!tasks.is_empty()).then(|| tasks[draw.below(tasks.len() as u64) as usize].clone())
+        };
+        let (kind, task_id, exchange) =
+            if mine.is_empty() || (roll < 20 && mine.len() < TASKS_PER_CLIENT_MAX) {
+                let exchange = peer.create(&client.tool.0, &client.tool.1, None).await;
+                let created = peer.created(&exchange).map(|view| view.task_id);
+                if let Some(task_id) = &created {
+                    mine.push(task_id.clone());
+                    lock(&history.owned).push((task_id.clone(), identity.clone()));
+                }
+                (OpKind::Create, created, exchange)
+            } else if roll < 60 {
+                let task = pick(&mut draw, &mine);
+                let exchange = peer.get(task.as_deref().unwrap_or_default()).await;
+                (OpKind::Get, task, exchange)
+            } else if roll < 70 && peer.era == Era::Core2025 {
+                let task = pick(&mut draw, &mine);
+                let exchange = client
+                    .waiting_peer
+                    .result(task.as_deref().unwrap_or_default())
+                    .await;
+                (OpKind::Result, task, exchange)
+            } else if roll < 80 && client.cancel {
+                let task = pick(&mut draw, &mine);
+                let exchange = peer.cancel(task.as_deref().unwrap_or_default()).await;
+                (OpKind::Cancel, task, exchange)
+            } else if roll < 90 && client.list {
+                (OpKind::List, None, peer.list(None).await)
+            } else {
+                let foreign: Vec<String> = lock(&history.owned)
+                    .iter()
+                    .filter(|(_, owner)| *owner != identity)
+                    .map(|(task, _)| task.clone())
+                    .collect();
+                match pick(&mut draw, &foreign) {
+                    Some(task) => {
+                        let exchange = peer.get(&task).await;
+                        (OpKind::ForeignGet, Some(task), exchange)
+                    }
+                    None => {
+                        let task = pick(&mut draw, &mine);
+                        let exchange = peer.get(task.as_deref().unwrap_or_default()).await;
+                        (OpKind::Get, task, exchange)
+                    }
+                }
+            };
+        history.record(Op {
+            client: index,
+            identity: identity.clone(),
+            kind,
+            task_id,
+            exchange,
+        });
+        tokio::time::sleep(Duration::from_millis(draw.below(PAUSE_MS_MAX + 1))).await;
+    }
+}
+
+/// The liveness phase: every task is read by its owner until it is terminal or gone, for
+/// at most `settle`.
+async fn settle_all(
+    clients: &[Arc<ClientSpec>],
+    history: &History,
+    clock: Clock,
+    settle: Duration,
+) {
+    let deadline_ms = clock.now_ms() + settle.as_millis() as u64;
+    let owned = history.owned();
+    let mut open: Vec<(String, usize)> = owned
+        .iter()
+        .filter_map(|(task, owner)| {
+            clients
+                .iter()
+                .position(|client| client.peer.identity() == owner)
+                .map(|client| (task.clone(), client))
+        })
+        .collect();
+    while !open.is_empty() {
+        let mut still = Vec::new();
+        for (task, client) in open {
+            let peer = &clients[client].peer;
+            let exchange = peer.get(&task).await;
+            let ended = exchange.error_code() == Some(code::INVALID_PARAMS)
+                || peer
+                    .shown(&exchange)
+                    .and_then(|shown| shown.status)
+                    .is_some_and(TaskStatus::is_terminal);
+            history.record(Op {
+                client,
+                identity: peer.identity().to_owned(),
+                kind: OpKind::Settle,
+                task_id: Some(task.clone()),
+                exchange,
+            });
+            if !ended {
+                still.push((task, client));
+            }
+        }
+        open = still;
+        if clock.now_ms() >= deadline_ms {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_are_a_function_of_seed_and_stream() {
+        let take = |seed, stream| {
+            let mut draw = Draw::new(seed, stream);
+            (0..4).map(|_| draw.below(1000)).collect::<Vec<_>>()
+        };
+        assert_eq!(take(7, 1), take(7, 1));
+        assert_ne!(take(7, 1), take(7, 2));
+        assert_ne!(take(7, 1), take(8, 1));
+    }
+}
