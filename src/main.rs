@@ -951,6 +951,18 @@ mod probing {
         /// Workload clients per identity.
         #[arg(long, default_value_t = 2)]
         clients: usize,
+        /// With --http: the command that starts the server (run through `sh -c`); the probe
+        /// waits until the URL's address accepts connections, owns the process, and stops
+        /// it at the end.
+        #[arg(long, value_name = "CMD", requires = "http")]
+        start: Option<String>,
+        /// SIGKILL and restart the server at seeded times during the workload (about one
+        /// kill per 4 s of budget); needs a server the probe owns (--stdio, or --start).
+        #[arg(long)]
+        kill: bool,
+        /// The server claims its tasks survive a restart: a task lost at a kill is a finding.
+        #[arg(long)]
+        durable: bool,
         /// Write the report (`probe.json`) and one record per finding (`findings/`) here.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
@@ -994,6 +1006,7 @@ mod probing {
                 Target::Http {
                     url: url.clone(),
                     tokens,
+                    start: args.start.clone(),
                 }
             }
             (None, _) => {
@@ -1043,7 +1056,20 @@ mod probing {
                 budget,
                 seed: args.seed.unwrap_or_else(drawn_seed),
                 clients_per_identity: args.clients,
+                kill: args.kill,
+                durable: args.durable,
             });
+        } else if args.kill {
+            return Err("--kill needs the workload: a --budget above 0".into());
+        }
+        if args.kill && args.http.is_some() && args.start.is_none() {
+            return Err(
+                "--kill needs a server the probe owns: --stdio, or --http with --start \"CMD\""
+                    .into(),
+            );
+        }
+        if args.durable && !args.kill {
+            return Err("--durable is a claim about restarts: give --kill too".into());
         }
         Ok(config)
     }

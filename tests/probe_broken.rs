@@ -92,12 +92,15 @@ fn every_hostile_check_fails_on_its_defect() {
             ("a".to_owned(), "token-a".to_owned()),
             ("b".to_owned(), "token-b".to_owned()),
         ],
+        start: None,
     };
     config.era = EraChoice::Auto;
     config.workload = Some(Workload {
         budget: Duration::from_secs(3),
         seed: 5,
         clients_per_identity: 2,
+        kill: false,
+        durable: false,
     });
     let http = runtime()
         .block_on(probe::run(&config))
@@ -164,6 +167,7 @@ fn every_workload_invariant_fails_on_its_defect() {
             ("a".to_owned(), "token-a".to_owned()),
             ("b".to_owned(), "token-b".to_owned()),
         ],
+        start: None,
     });
     config.request_timeout = Duration::from_secs(2);
     config.task_timeout = Duration::from_secs(4);
@@ -171,6 +175,8 @@ fn every_workload_invariant_fails_on_its_defect() {
         budget: Duration::from_secs(3),
         seed: 5,
         clients_per_identity: 2,
+        kill: false,
+        durable: false,
     });
     let report = runtime().block_on(probe::run(&config)).expect("reached");
     drop(server);
@@ -187,9 +193,48 @@ fn every_workload_invariant_fails_on_its_defect() {
         .filter(|check| check.check.starts_with("workload."))
         .map(|check| check.check.clone())
         .collect();
-    assert_eq!(all.len(), 7, "{all:?}");
+    assert_eq!(all.len(), 8, "{all:?}");
+    // kept-until-ttl meets its defect in tasks_lost_at_a_restart_break_the_durability_claim.
+    failed.insert("workload.kept-until-ttl".to_owned());
     assert_eq!(
         failed, all,
         "workload invariants that never met their defect"
     );
+}
+
+/// A server that claims durability and loses its tasks at a restart: tasklatch itself on
+/// the in-memory store, killed during the workload.
+#[test]
+fn tasks_lost_at_a_restart_break_the_durability_claim() {
+    let scratch = support::Scratch::new("probe-forgets");
+    let mut config = Config::new(Target::Stdio {
+        program: env!("CARGO_BIN_EXE_tasklatch").to_owned(),
+        args: vec![
+            "serve".into(),
+            "--stdio".into(),
+            "--store".into(),
+            "memory:".into(),
+            "--exports".into(),
+            scratch.join("exports").display().to_string(),
+        ],
+    });
+    config.era = EraChoice::Only(Era::Core2025);
+    config.tool = Some("export".to_owned());
+    config.args = Some(serde_json::json!({ "delay_ms": 300 }));
+    config.workload = Some(Workload {
+        budget: Duration::from_secs(5),
+        seed: 3,
+        clients_per_identity: 2,
+        kill: true,
+        durable: true,
+    });
+    let report = runtime().block_on(probe::run(&config)).expect("reached");
+    assert_eq!(
+        names_failed(&report, "workload."),
+        BTreeSet::from(["workload.kept-until-ttl".to_owned()])
+    );
+    // Without the claim, the same losses are excused.
+    config.workload.as_mut().expect("set").durable = false;
+    let report = runtime().block_on(probe::run(&config)).expect("reached");
+    assert_eq!(names_failed(&report, "workload."), BTreeSet::new());
 }

@@ -23,6 +23,8 @@ fn export_config(target: Target) -> Config {
         budget: Duration::from_secs(3),
         seed: 7,
         clients_per_identity: 2,
+        kill: false,
+        durable: false,
     });
     config
 }
@@ -118,6 +120,7 @@ fn tasklatch_over_http_has_no_findings_in_either_era() {
             ("alice".to_owned(), support::ALICE.to_owned()),
             ("bob".to_owned(), support::BOB.to_owned()),
         ],
+        start: None,
     });
     let report = runtime()
         .block_on(probe::run(&config))
@@ -150,9 +153,100 @@ fn a_server_that_cannot_start_is_unreachable_with_the_reason() {
     let config = Config::new(Target::Http {
         url: "http://127.0.0.1:1/mcp".to_owned(),
         tokens: Vec::new(),
+        start: None,
     });
     let error = runtime()
         .block_on(probe::run(&config))
         .expect_err("nothing listens");
     assert!(error.0.contains("connecting to 127.0.0.1:1"), "{error}");
+}
+
+fn kill_config(target: Target) -> Config {
+    let mut config = export_config(target);
+    config.args = Some(serde_json::json!({ "delay_ms": 300 }));
+    config.workload = Some(Workload {
+        budget: Duration::from_secs(6),
+        seed: 13,
+        clients_per_identity: 2,
+        kill: true,
+        durable: true,
+    });
+    config
+}
+
+/// `serve` on SQLite keeps every task across SIGKILLs: the probe kills and restarts it
+/// during the workload (stdio: a new process; HTTP: `--start`), claims durability, and
+/// finds nothing — in both eras.
+#[test]
+fn tasklatch_survives_kills_over_stdio_and_http() {
+    let scratch = support::Scratch::new("probe-kill");
+    let serve = |transport: &[&str], name: &str| -> Vec<String> {
+        let mut args: Vec<String> = vec!["serve".into()];
+        args.extend(transport.iter().map(|arg| (*arg).to_owned()));
+        args.extend([
+            "--store".to_owned(),
+            format!("sqlite:{}", scratch.join(&format!("{name}.db")).display()),
+            "--exports".to_owned(),
+            scratch
+                .join(&format!("{name}-exports"))
+                .display()
+                .to_string(),
+            // A restarted server picks up unfinished tasks once their lease runs out.
+            "--lease-ms".to_owned(),
+            "1000".to_owned(),
+        ]);
+        args
+    };
+    let binary = env!("CARGO_BIN_EXE_tasklatch");
+    let stdio = runtime()
+        .block_on(probe::run(&kill_config(Target::Stdio {
+            program: binary.to_owned(),
+            args: serve(&["--stdio"], "stdio"),
+        })))
+        .expect("reached");
+    assert_no_findings(&stdio);
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    std::fs::write(
+        scratch.join("tokens.json"),
+        r#"{"tokens": {"probe-token-alice": "tenant-a/alice", "probe-token-bob": "tenant-b/bob"}}"#,
+    )
+    .expect("tokens file");
+    let mut command = vec![binary.to_owned()];
+    command.extend(serve(
+        &[
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--tokens",
+            &scratch.join("tokens.json").display().to_string(),
+        ],
+        "http",
+    ));
+    let http = runtime()
+        .block_on(probe::run(&kill_config(Target::Http {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            tokens: vec![
+                ("alice".to_owned(), "probe-token-alice".to_owned()),
+                ("bob".to_owned(), "probe-token-bob".to_owned()),
+            ],
+            start: Some(command.join(" ")),
+        })))
+        .expect("reached");
+    assert_no_findings(&http);
+    for report in [&stdio, &http] {
+        let restarts: Vec<&str> = report
+            .checks
+            .iter()
+            .filter(|check| check.check == "workload.restarts")
+            .map(|check| check.detail.as_str())
+            .collect();
+        assert_eq!(
+            restarts.len(),
+            2,
+            "one restarts check per era: {restarts:?}"
+        );
+    }
 }

@@ -47,6 +47,8 @@ fn probe_twice(target: Target) -> BTreeSet<String> {
         budget: Duration::from_secs(3),
         seed: 11,
         clients_per_identity: 2,
+        kill: false,
+        durable: false,
     });
     let runtime = support::tokio_runtime();
     let failing = |report: &Report| support::probe_checks(report, Verdict::Fail);
@@ -127,6 +129,7 @@ fn typescript_sdk_task_server_over_http() {
             ("a".to_owned(), "token-a".to_owned()),
             ("b".to_owned(), "token-b".to_owned()),
         ],
+        start: None,
     });
     drop(server);
     assert_eq!(

@@ -46,7 +46,10 @@ use serde::Serialize;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
-use transport::{Clock, Connection, Exchange, HttpPeer, HttpUrl, StdioServer, Unreachable};
+use transport::{
+    Clock, Connection, Exchange, HttpPeer, HttpUrl, Owned, OwnedHttp, StdioServer, StdioSlot,
+    Unreachable,
+};
 
 /// The schema name of a probe report.
 pub const REPORT_FORMAT: &str = "tasklatch.probe/v1";
@@ -121,6 +124,9 @@ pub enum Target {
         url: String,
         /// `(name, token)` pairs; each is an identity.
         tokens: Vec<(String, String)>,
+        /// A command that starts the server (`--start`): the probe owns it, so it can kill
+        /// and restart it.
+        start: Option<String>,
     },
 }
 
@@ -253,26 +259,47 @@ pub struct Opened {
     pub tools: Vec<ToolInfo>,
 }
 
-/// The connections of a run: one per identity, and the spawned server (stdio).
+/// The connections of a run: one per identity, and the server the probe owns, if any.
 pub struct Connections {
-    /// `(identity, connection)`, in the order given.
+    /// One connection per identity, in the order given.
     pub identities: Vec<Arc<Connection>>,
-    /// The server the probe spawned, if any.
-    pub spawned: Option<Arc<StdioServer>>,
+    /// The server the probe spawned (stdio) or started (`--start`): it can kill it.
+    pub owned: Option<Owned>,
 }
 
-/// Connects to `target`: spawns a stdio server, or sets up one HTTP peer per identity.
-pub fn connect(target: &Target, clock: Clock) -> Result<Connections, Unreachable> {
+impl Connections {
+    /// The stdio server running now, if the probe spawned one.
+    fn stdio(&self) -> Option<Arc<StdioServer>> {
+        match self
+            .identities
+            .first()
+            .map(|connection| connection.as_ref())
+        {
+            Some(Connection::Stdio(slot)) => Some(slot.current()),
+            _ => None,
+        }
+    }
+}
+
+/// Connects to `target`: spawns a stdio server, or starts the HTTP server (`start`) and sets
+/// up one HTTP peer per identity.
+pub async fn connect(target: &Target, clock: Clock) -> Result<Connections, Unreachable> {
     match target {
         Target::Stdio { program, args } => {
-            let server = StdioServer::spawn(program, args, clock)?;
+            let connection = Arc::new(Connection::Stdio(StdioSlot::spawn(program, args, clock)?));
             Ok(Connections {
-                identities: vec![Arc::new(Connection::Stdio(server.clone()))],
-                spawned: Some(server),
+                identities: vec![connection.clone()],
+                owned: Some(Owned::Stdio(connection)),
             })
         }
-        Target::Http { url, tokens } => {
+        Target::Http { url, tokens, start } => {
             let url = HttpUrl::parse(url).map_err(Unreachable)?;
+            let owned = match start {
+                None => None,
+                Some(command) => Some(Owned::Http(Arc::new(
+                    OwnedHttp::start(command, &url.authority, READY_TIMEOUT).await?,
+                ))),
+            };
             let identities = if tokens.is_empty() {
                 vec![Arc::new(Connection::Http(HttpPeer::new(
                     url,
@@ -293,13 +320,13 @@ pub fn connect(target: &Target, clock: Clock) -> Result<Connections, Unreachable
                     })
                     .collect()
             };
-            Ok(Connections {
-                identities,
-                spawned: None,
-            })
+            Ok(Connections { identities, owned })
         }
     }
 }
+
+/// How long a server the probe starts or restarts may take to accept connections.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Opens `era` as `connection`'s identity and lists the tools; the error says why the
 /// server could not be initialized in that era.
@@ -330,7 +357,7 @@ pub async fn open(
 /// Runs the probe. `Err` is a target that cannot be reached or initialized (exit 2).
 pub async fn run(config: &Config) -> Result<Report, Unreachable> {
     let clock = Clock::start();
-    let connections = connect(&config.target, clock)?;
+    let connections = connect(&config.target, clock).await?;
     let journal = Arc::new(Journal::default());
     let first = connections.identities[0].clone();
     let candidates = match config.era {
@@ -397,7 +424,8 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
         report.checks.extend(shapes::run(&context).await);
         report.checks.extend(hostile::run(&context).await);
         if let Some(workload) = &config.workload {
-            let (checks, history) = run_workload(&context, workload).await;
+            let (checks, history) =
+                run_workload(&context, workload, connections.owned.clone()).await;
             report.checks.extend(checks);
             report.histories.push((era_name(era), history));
         }
@@ -410,9 +438,11 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
             stderr_of(&connections)
         )));
     }
-    if let Some(server) = &connections.spawned {
+    if let Some(server) = connections.stdio() {
         report.stderr_tail = server.stderr_tail();
-        server.kill().await;
+    }
+    if let Some(owned) = &connections.owned {
+        owned.stop().await;
     }
     Ok(report)
 }
@@ -421,6 +451,7 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
 async fn run_workload(
     context: &shapes::Context<'_>,
     workload: &workload::Workload,
+    owned: Option<Owned>,
 ) -> (Vec<CheckOutcome>, Vec<workload::Op>) {
     let era = context.opened.peer.era;
     let tool = match shapes::chosen_tool(context) {
@@ -448,16 +479,35 @@ async fn run_workload(
     let history = workload::run(
         clients,
         workload,
+        owned,
         context.clock,
         context.config.task_timeout,
     )
     .await;
     let ops = history.ops();
-    (oracle::judge(&ops, &history.owned(), era), ops)
+    let kills = history.kills();
+    let mut checks = oracle::judge(&ops, &history.owned(), era, &kills, workload.durable);
+    if workload.kill {
+        let mut out = shapes::Outcomes::new(era);
+        let failure = history
+            .restart_failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        out.judge(
+            "workload.restarts",
+            Level::Must,
+            &format!("{} kill(s), the server restarted after each", kills.len()),
+            failure.map(|failure| format!("the server did not come back after a kill: {failure}")),
+            &[],
+        );
+        checks.extend(out.list);
+    }
+    (checks, ops)
 }
 
 fn stderr_of(connections: &Connections) -> String {
-    let Some(server) = &connections.spawned else {
+    let Some(server) = connections.stdio() else {
         return String::new();
     };
     let tail = server.stderr_tail();

@@ -16,13 +16,17 @@
 //!   shows the task;
 //! - **one result**: every `tasks/result` payload and every inlined outcome of a task is
 //!   the same, and a task seen cancelled never yields a completion payload;
+//! - **kept until TTL**: no task reads as unknown before its TTL has run (from the moment
+//!   its create was sent) — across a kill too when the server claims durability
+//!   (`--durable`);
 //! - **liveness**: by the end of the liveness phase every task is terminal or gone;
-//! - **answered**: every request got an answer (no kills yet, so none may be lost).
+//! - **answered**: every request got an answer, except those in flight while the probe had
+//!   the server killed.
 
 use super::peer::{RELATED_TASK, TaskView, code};
 use super::shapes::{Outcomes, status_name};
 use super::transport::Exchange;
-use super::workload::{Op, OpKind};
+use super::workload::{Kill, Op, OpKind};
 use super::{CheckOutcome, Level};
 use crate::contract::{Era, TaskStatus};
 use serde_json::Value;
@@ -74,8 +78,16 @@ fn shown(op: &Op, era: Era) -> Vec<TaskView> {
     }
 }
 
-/// Judges `ops` (recorded in `era`); `owners` maps each task to the identity that created it.
-pub fn judge(ops: &[Op], owners: &[(String, String)], era: Era) -> Vec<CheckOutcome> {
+/// Judges `ops` (recorded in `era`); `owners` maps each task to the identity that created
+/// it; `kills` are the restarts the probe caused; `durable`: the server claims its tasks
+/// survive them.
+pub fn judge(
+    ops: &[Op],
+    owners: &[(String, String)],
+    era: Era,
+    kills: &[Kill],
+    durable: bool,
+) -> Vec<CheckOutcome> {
     let mut out = Outcomes::new(era);
     let owner_of: BTreeMap<&str, &str> = owners
         .iter()
@@ -87,8 +99,9 @@ pub fn judge(ops: &[Op], owners: &[(String, String)], era: Era) -> Vec<CheckOutc
     terminal_latch(ops, &reads, &mut out);
     gone_stays_gone(ops, &reads, &mut out);
     one_result(ops, era, &reads, &mut out);
+    kept_until_ttl(ops, era, &reads, kills, durable, &mut out);
     liveness(ops, &reads, &owner_of, &mut out);
-    answered(ops, &mut out);
+    answered(ops, kills, &mut out);
     out.list
 }
 
@@ -378,10 +391,82 @@ fn liveness(
     );
 }
 
-fn answered(ops: &[Op], out: &mut Outcomes) {
+/// Whether `exchange` was in flight while the server was down.
+fn during_kill(exchange: &Exchange, kills: &[Kill]) -> bool {
+    kills
+        .iter()
+        .any(|kill| exchange.invoked_ms <= kill.ready_ms && exchange.completed_ms >= kill.killed_ms)
+}
+
+fn kept_until_ttl(
+    ops: &[Op],
+    era: Era,
+    reads: &BTreeMap<String, Vec<Read>>,
+    kills: &[Kill],
+    durable: bool,
+    out: &mut Outcomes,
+) {
+    let mut problem = None;
+    let mut evidence = Vec::new();
+    let mut excused = 0;
+    'creates: for op in ops.iter().filter(|op| op.kind == OpKind::Create) {
+        for view in shown(op, era) {
+            let Some(list) = reads.get(&view.task_id) else {
+                continue;
+            };
+            // The task expires no earlier than its TTL after the create was sent.
+            let expires_ms = view
+                .fields
+                .ttl_ms
+                .map_or(u64::MAX, |ttl| op.exchange.invoked_ms.saturating_add(ttl));
+            for read in list.iter().filter(|read| read.status.is_none()) {
+                if read.invoked_ms >= expires_ms {
+                    continue;
+                }
+                let killed_between = kills.iter().any(|kill| {
+                    kill.killed_ms > op.exchange.invoked_ms && kill.killed_ms < read.completed_ms
+                });
+                if killed_between && !durable {
+                    excused += 1;
+                    continue;
+                }
+                problem = Some(format!(
+                    "{} read as unknown {} ms after its create was sent, before its TTL of {} ms{}",
+                    view.task_id,
+                    read.invoked_ms - op.exchange.invoked_ms,
+                    view.fields.ttl_ms.unwrap_or(0),
+                    if killed_between {
+                        " (lost across a restart, and the server claims durability)"
+                    } else {
+                        ""
+                    }
+                ));
+                evidence = vec![&op.exchange, &ops[read.op].exchange];
+                break 'creates;
+            }
+        }
+    }
+    let passed = match (kills.len(), durable) {
+        (0, _) => "no task read as unknown before its TTL".to_owned(),
+        (n, true) => format!("no task lost before its TTL, across {n} kill(s) (--durable)"),
+        (n, false) => format!(
+            "no task lost before its TTL except across the {n} kill(s) ({excused} reads excused: \
+             the server does not claim durability)"
+        ),
+    };
+    out.judge(
+        "workload.kept-until-ttl",
+        Level::Must,
+        &passed,
+        problem,
+        &evidence,
+    );
+}
+
+fn answered(ops: &[Op], kills: &[Kill], out: &mut Outcomes) {
     let lost: Vec<&Op> = ops
         .iter()
-        .filter(|op| op.exchange.response.is_none())
+        .filter(|op| op.exchange.response.is_none() && !during_kill(&op.exchange, kills))
         .collect();
     let evidence: Vec<&Exchange> = lost.iter().take(3).map(|op| &op.exchange).collect();
     out.judge(

@@ -138,10 +138,154 @@ impl std::fmt::Display for Unreachable {
 /// A connection to the server for one identity: sends a message and waits for its
 /// response (matched by id), up to a timeout.
 pub enum Connection {
-    /// A spawned server process over stdio.
-    Stdio(Arc<StdioServer>),
+    /// A spawned server process over stdio (replaced when the probe restarts it).
+    Stdio(StdioSlot),
     /// Streamable HTTP.
     Http(HttpPeer),
+}
+
+/// The stdio server the probe spawned, and how to spawn it again after a kill.
+pub struct StdioSlot {
+    program: String,
+    args: Vec<String>,
+    clock: Clock,
+    current: Mutex<Arc<StdioServer>>,
+}
+
+impl StdioSlot {
+    /// Spawns `program args…`.
+    pub fn spawn(program: &str, args: &[String], clock: Clock) -> Result<StdioSlot, Unreachable> {
+        Ok(StdioSlot {
+            program: program.to_owned(),
+            args: args.to_vec(),
+            clock,
+            current: Mutex::new(StdioServer::spawn(program, args, clock)?),
+        })
+    }
+
+    /// The process running now.
+    pub fn current(&self) -> Arc<StdioServer> {
+        lock(&self.current).clone()
+    }
+
+    /// Kills the process (SIGKILL) and spawns it again; messages go to the new one.
+    pub async fn restart(&self) -> Result<(), Unreachable> {
+        self.current().kill().await;
+        let fresh = StdioServer::spawn(&self.program, &self.args, self.clock)?;
+        *lock(&self.current) = fresh;
+        Ok(())
+    }
+}
+
+/// An HTTP server the probe owns (`--start "CMD"`): started through `sh -c`, ready once its
+/// address accepts connections, killed (SIGKILL) and started again on demand.
+pub struct OwnedHttp {
+    command: String,
+    authority: String,
+    ready_timeout: Duration,
+    child: tokio::sync::Mutex<Option<Child>>,
+}
+
+impl OwnedHttp {
+    /// Starts `command` and waits until `authority` (HOST:PORT) accepts connections.
+    pub async fn start(
+        command: &str,
+        authority: &str,
+        ready_timeout: Duration,
+    ) -> Result<OwnedHttp, Unreachable> {
+        let owned = OwnedHttp {
+            command: command.to_owned(),
+            authority: authority.to_owned(),
+            ready_timeout,
+            child: tokio::sync::Mutex::new(None),
+        };
+        owned.launch().await?;
+        Ok(owned)
+    }
+
+    async fn launch(&self) -> Result<(), Unreachable> {
+        let child = Command::new("sh")
+            .args(["-c", &format!("exec {}", self.command)])
+            .stdin(Piped::null())
+            .stdout(Piped::null())
+            .stderr(Piped::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|error| Unreachable(format!("--start {:?}: {error}", self.command)))?;
+        *self.child.lock().await = Some(child);
+        let started = Instant::now();
+        loop {
+            if tokio::net::TcpStream::connect(&self.authority)
+                .await
+                .is_ok()
+            {
+                return Ok(());
+            }
+            if let Some(child) = self.child.lock().await.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                return Err(Unreachable(format!(
+                    "--start {:?} exited ({status}) before {} accepted connections",
+                    self.command, self.authority
+                )));
+            }
+            if started.elapsed() > self.ready_timeout {
+                return Err(Unreachable(format!(
+                    "--start {:?}: {} did not accept connections within {:?}",
+                    self.command, self.authority, self.ready_timeout
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Kills the server (SIGKILL) and waits for it.
+    pub async fn kill(&self) {
+        if let Some(mut child) = self.child.lock().await.take() {
+            let _ = child.kill().await;
+        }
+    }
+
+    /// Kills it and starts it again, waiting until it is ready.
+    pub async fn restart(&self) -> Result<(), Unreachable> {
+        self.kill().await;
+        self.launch().await
+    }
+}
+
+/// A server the probe can kill and restart: one it spawned over stdio, or one it started
+/// over HTTP.
+#[derive(Clone)]
+pub enum Owned {
+    /// The stdio connection whose process is replaced.
+    Stdio(Arc<Connection>),
+    /// The HTTP server started with `--start`.
+    Http(Arc<OwnedHttp>),
+}
+
+impl Owned {
+    /// SIGKILLs the server and starts it again; `Ok` once it is ready for requests.
+    pub async fn restart(&self) -> Result<(), Unreachable> {
+        match self {
+            Owned::Stdio(connection) => match connection.as_ref() {
+                Connection::Stdio(slot) => slot.restart().await,
+                Connection::Http(_) => Ok(()),
+            },
+            Owned::Http(server) => server.restart().await,
+        }
+    }
+
+    /// Stops it for good (the end of the run).
+    pub async fn stop(&self) {
+        match self {
+            Owned::Stdio(connection) => {
+                if let Connection::Stdio(slot) = connection.as_ref() {
+                    slot.current().kill().await;
+                }
+            }
+            Owned::Http(server) => server.kill().await,
+        }
+    }
 }
 
 impl Connection {
@@ -156,8 +300,8 @@ impl Connection {
     ) -> Exchange {
         let text = message.to_string();
         match self {
-            Connection::Stdio(server) => {
-                server
+            Connection::Stdio(slot) => {
+                slot.current()
                     .send(&text, message.get("id").cloned(), expect_answer, timeout)
                     .await
             }
@@ -168,8 +312,19 @@ impl Connection {
     /// Sends `text` as it is (malformed JSON, say) and waits for a response with a null id.
     pub async fn send_raw(&self, text: &str, timeout: Duration) -> Exchange {
         match self {
-            Connection::Stdio(server) => server.send(text, Some(Value::Null), true, timeout).await,
+            Connection::Stdio(slot) => {
+                slot.current()
+                    .send(text, Some(Value::Null), true, timeout)
+                    .await
+            }
             Connection::Http(peer) => peer.post(text, &[], true, timeout).await,
+        }
+    }
+
+    /// Forgets what a restarted server no longer knows (the HTTP session).
+    pub fn reset(&self) {
+        if let Connection::Http(peer) = self {
+            peer.forget_session();
         }
     }
 

@@ -2,13 +2,14 @@
 //! operations (create, get, result, cancel, list, a read of another identity's task) for
 //! the budget, each recorded with its invocation time, completion time and full answer;
 //! then a bounded liveness phase polls every task until it ends. [`super::oracle`] judges
-//! the history.
+//! the history. With `kill`, the probe SIGKILLs and restarts the server (one it owns) at
+//! seeded times while the clients keep polling the same task ids.
 //!
 //! The seed fixes each client's choices (operation, task, pause); the server's timing is
 //! real, so a rerun replays the schedule, not the interleaving.
 
 use super::peer::{Peer, code};
-use super::transport::{Clock, Exchange};
+use super::transport::{Clock, Exchange, Owned};
 use crate::contract::{Era, TaskStatus};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
@@ -30,6 +31,22 @@ pub struct Workload {
     pub seed: u64,
     /// Clients per identity.
     pub clients_per_identity: usize,
+    /// SIGKILL and restart the server at seeded times (it must be one the probe owns).
+    pub kill: bool,
+    /// The server claims its tasks survive a restart: a task lost at a kill is a finding.
+    pub durable: bool,
+}
+
+/// Kills at most per era, whatever the budget.
+pub const KILLS_MAX: u64 = 32;
+
+/// One kill: when the probe sent SIGKILL, and when the restarted server was ready again.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct Kill {
+    /// SIGKILL sent, ms since the probe started.
+    pub killed_ms: u64,
+    /// The restarted server ready (and re-initialized), ms.
+    pub ready_ms: u64,
 }
 
 /// What one operation did.
@@ -101,6 +118,9 @@ pub struct History {
     ops: Mutex<Vec<Op>>,
     /// Every task created, with its owner's identity.
     owned: Mutex<Vec<(String, String)>>,
+    kills: Mutex<Vec<Kill>>,
+    /// Why a restart failed, if one did (the run then stops killing).
+    pub restart_failure: Mutex<Option<String>>,
 }
 
 impl History {
@@ -111,6 +131,11 @@ impl History {
     /// Everything recorded, in completion order.
     pub fn ops(&self) -> Vec<Op> {
         lock(&self.ops).clone()
+    }
+
+    /// The kills, in order.
+    pub fn kills(&self) -> Vec<Kill> {
+        lock(&self.kills).clone()
     }
 
     /// `(task id, owner identity)` of every task created.
@@ -144,13 +169,32 @@ pub struct ClientSpec {
 pub async fn run(
     clients: Vec<ClientSpec>,
     workload: &Workload,
+    owned: Option<Owned>,
     clock: Clock,
     settle: Duration,
 ) -> Arc<History> {
     let history = Arc::new(History::default());
-    let deadline_ms = clock.now_ms() + workload.budget.as_millis() as u64;
+    let start_ms = clock.now_ms();
+    let deadline_ms = start_ms + workload.budget.as_millis() as u64;
     let mut handles = Vec::new();
     let clients: Vec<Arc<ClientSpec>> = clients.into_iter().map(Arc::new).collect();
+    if let (true, Some(owned)) = (workload.kill, owned) {
+        // One peer per identity re-opens the era after each restart.
+        let mut reopen: Vec<Arc<Peer>> = Vec::new();
+        for client in &clients {
+            if !reopen
+                .iter()
+                .any(|peer| peer.identity() == client.peer.identity())
+            {
+                reopen.push(client.peer.clone());
+            }
+        }
+        let history = history.clone();
+        let draw = Draw::new(workload.seed, u64::MAX);
+        handles.push(tokio::spawn(async move {
+            killer(owned, reopen, draw, &history, clock, start_ms, deadline_ms).await;
+        }));
+    }
     for (index, client) in clients.iter().enumerate() {
         let client = client.clone();
         let history = history.clone();
@@ -164,6 +208,44 @@ pub async fn run(
     }
     settle_all(&clients, &history, clock, settle).await;
     history
+}
+
+/// SIGKILLs and restarts the server at seeded times, one kill per ~4 s of budget (at least
+/// one, at most [`KILLS_MAX`]), each at a drawn point of its slot; after each, every
+/// identity opens the era again (a new process or a new session).
+async fn killer(
+    owned: Owned,
+    reopen: Vec<Arc<Peer>>,
+    mut draw: Draw,
+    history: &History,
+    clock: Clock,
+    start_ms: u64,
+    deadline_ms: u64,
+) {
+    let budget_ms = deadline_ms.saturating_sub(start_ms).max(1);
+    let kills = (budget_ms / 4_000).clamp(1, KILLS_MAX);
+    let slot_ms = budget_ms / kills;
+    for kill in 0..kills {
+        let at_ms = start_ms + kill * slot_ms + slot_ms / 4 + draw.below(slot_ms / 2 + 1);
+        let now_ms = clock.now_ms();
+        if at_ms >= deadline_ms {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(at_ms.saturating_sub(now_ms))).await;
+        let killed_ms = clock.now_ms();
+        if let Err(failure) = owned.restart().await {
+            *lock(&history.restart_failure) = Some(failure.0);
+            return;
+        }
+        for peer in &reopen {
+            peer.connection().reset();
+            let _ = peer.open().await;
+        }
+        lock(&history.kills).push(Kill {
+            killed_ms,
+            ready_ms: clock.now_ms(),
+        });
+    }
 }
 
 async fn client_loop(
