@@ -963,6 +963,10 @@ mod probing {
         /// The server claims its tasks survive a restart: a task lost at a kill is a finding.
         #[arg(long)]
         durable: bool,
+        /// After the run, run the same probe (same seed) this many times more and report how
+        /// often each finding recurred.
+        #[arg(long, default_value_t = 0)]
+        reruns: usize,
         /// Write the report (`probe.json`) and one record per finding (`findings/`) here.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
@@ -1033,6 +1037,10 @@ mod probing {
             }
         };
         config.tool = args.tool.clone();
+        config.progress = !args.json;
+        if args.reruns > 100 {
+            return Err(format!("--reruns {}: at most 100", args.reruns));
+        }
         config.args = match &args.args {
             None => None,
             Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
@@ -1118,7 +1126,7 @@ mod probing {
                 return ExitCode::from(EXIT_BAD_INPUT);
             }
         };
-        let report = match runtime.block_on(probe::run(&config)) {
+        let report = match runtime.block_on(probe::run_with_reruns(&config, args.reruns)) {
             Ok(report) => report,
             Err(unreachable) => {
                 eprintln!("error: {unreachable}");

@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
-use tasklatch::probe::{self, Config, Report, Target, Verdict};
+use tasklatch::probe::{self, Config, Target, Verdict};
 
 fn ts_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop/ts")
@@ -51,14 +51,18 @@ fn probe_twice(target: Target) -> BTreeSet<String> {
         durable: false,
     });
     let runtime = support::tokio_runtime();
-    let failing = |report: &Report| support::probe_checks(report, Verdict::Fail);
-    let first = runtime.block_on(probe::run(&config)).expect("reached");
-    let second = runtime.block_on(probe::run(&config)).expect("reached");
-    assert_eq!(
-        failing(&first),
-        failing(&second),
-        "a finding that did not recur"
-    );
+    let first = runtime
+        .block_on(probe::run_with_reruns(&config, 1))
+        .expect("reached");
+    let failing = support::probe_checks(&first, Verdict::Fail);
+    // Every finding failed again in the rerun (same seed).
+    let recurred: BTreeSet<String> = first
+        .recurrence
+        .iter()
+        .filter(|(_, counts)| **counts == (1, 1))
+        .map(|(name, _)| name.clone())
+        .collect();
+    assert_eq!(recurred, failing, "a finding that did not recur");
     for check in first.findings() {
         eprintln!(
             "finding: {} {}: {}\n  {}",
@@ -72,7 +76,7 @@ fn probe_twice(target: Target) -> BTreeSet<String> {
                 .unwrap_or_default()
         );
     }
-    failing(&first)
+    failing
 }
 
 fn set(items: &[&str]) -> BTreeSet<String> {

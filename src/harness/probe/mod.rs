@@ -159,6 +159,8 @@ pub struct Config {
     pub expiry_wait: Duration,
     /// Phase 3's workload (none: phases 1 and 2 only).
     pub workload: Option<workload::Workload>,
+    /// Print a line on stderr as each phase starts, and every 10 s of the workload.
+    pub progress: bool,
 }
 
 impl Config {
@@ -174,6 +176,7 @@ impl Config {
             task_timeout: Duration::from_secs(60),
             expiry_wait: Duration::from_secs(15),
             workload: None,
+            progress: false,
         }
     }
 }
@@ -198,6 +201,10 @@ pub struct Report {
     /// Each era's workload history (phase 3), for the timeline.
     #[serde(skip)]
     pub histories: Vec<(&'static str, Vec<workload::Op>)>,
+    /// Per failed check (`ERA CHECK`), in how many of the reruns it failed again, of how
+    /// many (`--reruns`).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub recurrence: std::collections::BTreeMap<String, (usize, usize)>,
     /// The server's last stderr lines (stdio).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stderr_tail: Vec<String>,
@@ -372,6 +379,7 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
         checks: Vec::new(),
         seed: config.workload.as_ref().map(|workload| workload.seed),
         histories: Vec::new(),
+        recurrence: std::collections::BTreeMap::new(),
         stderr_tail: Vec::new(),
     };
     for era in candidates {
@@ -421,9 +429,26 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
             config,
             clock,
         };
+        let say = |what: &str| {
+            if config.progress {
+                eprintln!(
+                    "[{:>6.1} s] {}: {what}",
+                    clock.now_ms() as f64 / 1000.0,
+                    era_name(era)
+                );
+            }
+        };
+        say("phase 1, shapes");
         report.checks.extend(shapes::run(&context).await);
+        say("phase 2, hostile cases");
         report.checks.extend(hostile::run(&context).await);
         if let Some(workload) = &config.workload {
+            say(&format!(
+                "phase 3, workload for {:?}{} (seed {})",
+                workload.budget,
+                if workload.kill { " with kills" } else { "" },
+                workload.seed
+            ));
             let (checks, history) =
                 run_workload(&context, workload, connections.owned.clone()).await;
             report.checks.extend(checks);
@@ -444,6 +469,39 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
     if let Some(owned) = &connections.owned {
         owned.stop().await;
     }
+    Ok(report)
+}
+
+/// Runs the probe, then `reruns` more times with the same settings (the same seed), and
+/// records how often each finding recurred.
+pub async fn run_with_reruns(config: &Config, reruns: usize) -> Result<Report, Unreachable> {
+    let mut report = run(config).await?;
+    let failed: Vec<String> = report
+        .findings()
+        .map(|check| format!("{} {}", check.era, check.check))
+        .collect();
+    if reruns == 0 || failed.is_empty() {
+        return Ok(report);
+    }
+    let mut recurred = vec![0; failed.len()];
+    for round in 0..reruns {
+        if config.progress {
+            eprintln!("rerun {} of {reruns}", round + 1);
+        }
+        let again = run(config).await?;
+        for (index, name) in failed.iter().enumerate() {
+            recurred[index] += usize::from(
+                again
+                    .findings()
+                    .any(|check| format!("{} {}", check.era, check.check) == *name),
+            );
+        }
+    }
+    report.recurrence = failed
+        .into_iter()
+        .zip(recurred)
+        .map(|(name, count)| (name, (count, reruns)))
+        .collect();
     Ok(report)
 }
 
@@ -482,6 +540,7 @@ async fn run_workload(
         owned,
         context.clock,
         context.config.task_timeout,
+        context.config.progress,
     )
     .await;
     let ops = history.ops();

@@ -34,6 +34,12 @@ pub fn text(report: &Report) -> String {
             }
         }
     }
+    if !report.recurrence.is_empty() {
+        let _ = writeln!(out, "\nfindings recurring in the reruns (same seed):");
+        for (name, (count, of)) in &report.recurrence {
+            let _ = writeln!(out, "  {name}: {count} of {of}");
+        }
+    }
     for skipped in &report.skipped {
         let _ = writeln!(out, "\nnot probed: {skipped}");
     }
@@ -74,8 +80,14 @@ pub fn summary(report: &Report) -> String {
 }
 
 /// One finding as its own record.
-pub fn finding_record(check: &CheckOutcome, rerun: &str, commit: &str) -> serde_json::Value {
+pub fn finding_record(
+    check: &CheckOutcome,
+    recurrence: Option<(usize, usize)>,
+    rerun: &str,
+    commit: &str,
+) -> serde_json::Value {
     json!({
+        "recurred": recurrence.map(|(count, of)| json!({ "reruns": of, "failed_again": count })),
         "format": REPORT_FORMAT,
         "check": check.check,
         "era": check.era,
@@ -112,7 +124,11 @@ pub fn write_out(report: &Report, directory: &Path, rerun: &str) -> Result<(), S
     }
     for (index, check) in report.findings().enumerate() {
         let name = format!("{:03}-{}.json", index + 1, check.check.replace('/', "-"));
-        let record = finding_record(check, rerun, &commit);
+        let recurrence = report
+            .recurrence
+            .get(&format!("{} {}", check.era, check.check))
+            .copied();
+        let record = finding_record(check, recurrence, rerun, &commit);
         write_whole(
             &findings.join(name),
             &serde_json::to_string_pretty(&record).map_err(|error| error.to_string())?,

@@ -165,19 +165,35 @@ pub struct ClientSpec {
 }
 
 /// Runs the clients for the budget, then the liveness phase (`settle`: how long every task
-/// may take to end). Returns the history.
+/// may take to end), with a line on stderr every 10 s when `progress`. Returns the history.
 pub async fn run(
     clients: Vec<ClientSpec>,
     workload: &Workload,
     owned: Option<Owned>,
     clock: Clock,
     settle: Duration,
+    progress: bool,
 ) -> Arc<History> {
     let history = Arc::new(History::default());
     let start_ms = clock.now_ms();
     let deadline_ms = start_ms + workload.budget.as_millis() as u64;
     let mut handles = Vec::new();
     let clients: Vec<Arc<ClientSpec>> = clients.into_iter().map(Arc::new).collect();
+    if progress {
+        let history = history.clone();
+        handles.push(tokio::spawn(async move {
+            while clock.now_ms() + 10_000 < deadline_ms {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                eprintln!(
+                    "[{:>6.1} s] workload: {} operations, {} tasks, {} kill(s)",
+                    clock.now_ms() as f64 / 1000.0,
+                    lock(&history.ops).len(),
+                    lock(&history.owned).len(),
+                    lock(&history.kills).len()
+                );
+            }
+        }));
+    }
     if let (true, Some(owned)) = (workload.kill, owned) {
         // One peer per identity re-opens the era after each restart.
         let mut reopen: Vec<Arc<Peer>> = Vec::new();
