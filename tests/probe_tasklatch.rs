@@ -236,6 +236,22 @@ fn tasklatch_survives_kills_over_stdio_and_http() {
         })))
         .expect("reached");
     assert_no_findings(&http);
+    // The artifacts: the report, each era's history and its swimlane with the kills drawn.
+    let out = scratch.join("out");
+    tasklatch::probe::render::write_out(&http, &out, "tasklatch probe …").expect("written");
+    for era in ["2025-11-25", "2026-07-28"] {
+        let svg = std::fs::read_to_string(out.join(format!("swimlane-{era}.svg"))).expect("svg");
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains("SIGKILL at"), "the kills are drawn");
+        let history =
+            std::fs::read_to_string(out.join(format!("history-{era}.jsonl"))).expect("history");
+        assert!(
+            history.lines().count() > 10,
+            "{} operations",
+            history.lines().count()
+        );
+    }
+    assert!(out.join("probe.json").is_file());
     for report in [&stdio, &http] {
         let restarts: Vec<&str> = report
             .checks

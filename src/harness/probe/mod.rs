@@ -37,6 +37,7 @@ pub mod oracle;
 pub mod peer;
 pub mod render;
 pub mod shapes;
+pub mod swimlane;
 pub mod transport;
 pub mod workload;
 
@@ -200,7 +201,7 @@ pub struct Report {
     pub seed: Option<u64>,
     /// Each era's workload history (phase 3), for the timeline.
     #[serde(skip)]
-    pub histories: Vec<(&'static str, Vec<workload::Op>)>,
+    pub histories: Vec<EraHistory>,
     /// Per failed check (`ERA CHECK`), in how many of the reruns it failed again, of how
     /// many (`--reruns`).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -246,6 +247,17 @@ pub struct Counts {
     pub not_applicable: usize,
     /// Risks shown.
     pub risk: usize,
+}
+
+/// One era's workload, for the timeline and the swimlane.
+#[derive(Clone, Debug)]
+pub struct EraHistory {
+    /// The era.
+    pub era: &'static str,
+    /// Every operation, in completion order.
+    pub ops: Vec<workload::Op>,
+    /// The kills.
+    pub kills: Vec<workload::Kill>,
 }
 
 /// The name of an era as the report writes it.
@@ -452,7 +464,7 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
             let (checks, history) =
                 run_workload(&context, workload, connections.owned.clone()).await;
             report.checks.extend(checks);
-            report.histories.push((era_name(era), history));
+            report.histories.push(history);
         }
     }
     if report.eras.is_empty() {
@@ -510,14 +522,21 @@ async fn run_workload(
     context: &shapes::Context<'_>,
     workload: &workload::Workload,
     owned: Option<Owned>,
-) -> (Vec<CheckOutcome>, Vec<workload::Op>) {
+) -> (Vec<CheckOutcome>, EraHistory) {
     let era = context.opened.peer.era;
     let tool = match shapes::chosen_tool(context) {
         Ok(tool) => tool,
         Err(why) => {
             let mut out = shapes::Outcomes::new(era);
             out.not_applicable("workload", Level::Must, &why);
-            return (out.list, Vec::new());
+            return (
+                out.list,
+                EraHistory {
+                    era: era_name(era),
+                    ops: Vec::new(),
+                    kills: Vec::new(),
+                },
+            );
         }
     };
     let mut clients = Vec::new();
@@ -562,7 +581,14 @@ async fn run_workload(
         );
         checks.extend(out.list);
     }
-    (checks, ops)
+    (
+        checks,
+        EraHistory {
+            era: era_name(era),
+            ops,
+            kills,
+        },
+    )
 }
 
 fn stderr_of(connections: &Connections) -> String {

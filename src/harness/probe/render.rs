@@ -1,6 +1,7 @@
 //! What a probe run leaves behind: the verdict table on the terminal, and with `--out DIR`
 //! the whole report (`probe.json`), each era's workload history (`history-ERA.jsonl`, one
-//! operation a line), one `tasklatch.probe/v1` record per finding
+//! operation a line) and its swimlane (`swimlane-ERA.svg`: a lane per client and one for
+//! the server with its kills), one `tasklatch.probe/v1` record per finding
 //! (`findings/NNN-<check>.json`, each with the command that reruns it) and, with
 //! `--junit`, a JUnit file (a test case per check: n/a is skipped).
 
@@ -112,14 +113,25 @@ pub fn write_out(report: &Report, directory: &Path, rerun: &str) -> Result<(), S
         &directory.join("probe.json"),
         &serde_json::to_string_pretty(&whole).map_err(|error| error.to_string())?,
     )?;
-    for (era, ops) in &report.histories {
-        let lines: Vec<String> = ops
+    for history in &report.histories {
+        let lines: Vec<String> = history
+            .ops
             .iter()
             .filter_map(|op| serde_json::to_string(op).ok())
             .collect();
         write_whole(
-            &directory.join(format!("history-{era}.jsonl")),
+            &directory.join(format!("history-{}.jsonl", history.era)),
             &(lines.join("\n") + "\n"),
+        )?;
+        let checks: Vec<CheckOutcome> = report
+            .checks
+            .iter()
+            .filter(|check| check.era == history.era)
+            .cloned()
+            .collect();
+        write_whole(
+            &directory.join(format!("swimlane-{}.svg", history.era)),
+            &super::swimlane::render(history.era, &history.ops, &history.kills, &checks),
         )?;
     }
     for (index, check) in report.findings().enumerate() {
