@@ -127,14 +127,17 @@ fn tasklatch_over_http_has_no_findings_in_either_era() {
         .expect("the probe reaches the server");
     assert_eq!(report.eras, ["2025-11-25", "2026-07-28"]);
     assert_no_findings(&report);
-    // Over HTTP tasklatch declares list and cancel, and tool tasks; 2026-07-28 grants an hour.
+    // Over HTTP tasklatch declares list and cancel, and tool tasks; 2026-07-28 grants an
+    // hour; the probe does not see the process of a server it did not start.
     assert_eq!(
         checks_with(&report, Verdict::NotApplicable),
         set(&[
             "2025-11-25 hostile.cancel-served-undeclared",
             "2025-11-25 hostile.list-served-undeclared",
             "2025-11-25 hostile.task-param-without-capability",
+            "2025-11-25 process.stayed-up",
             "2026-07-28 hostile.expired-stays-gone",
+            "2026-07-28 process.stayed-up",
         ])
     );
     assert_eq!(checks_with(&report, Verdict::Risk), retried_call_risks());

@@ -1,13 +1,16 @@
 //! The probe against servers we did not write, installed from pinned lock files: the
 //! TypeScript SDK 1.32.2 task server (`tests/interop/ts/reference-server.mjs`: `McpServer`,
-//! `InMemoryTaskStore`, the SDK's stdio and Streamable HTTP transports, as its docs show).
-//! Each run happens twice and must find the same checks failing both times: a finding is
-//! the server's behaviour, reproduced, not a flake of the probe (the same checks find
-//! nothing against tasklatch: tests/probe_shapes.rs).
+//! `InMemoryTaskStore`, the SDK's stdio and Streamable HTTP transports, as its docs show)
+//! and the Python SDK 1.30.0 one (`tests/probe/python_sdk_server.py`: `enable_tasks()`,
+//! `run_task`). Each probe is rerun once with the same seed and its findings must recur:
+//! a finding is the server's behaviour, reproduced, not a flake of the probe (the same
+//! checks find nothing against tasklatch: tests/probe_tasklatch.rs).
 //!
 //! Environment variables read here:
-//! - `TASKLATCH_REQUIRE_INTEROP=1` — fail, instead of skipping loudly, when the SDK is not
-//!   installed (`.ci/run` installs it and sets this).
+//! - `TASKLATCH_REQUIRE_INTEROP=1` — fail, instead of skipping loudly, when an SDK is not
+//!   installed (`.ci/run` installs both and sets this).
+//! - `TASKLATCH_INTEROP_PYTHON` — the Python that has `mcp==1.30.0` (default:
+//!   `target/interop-venv/bin/python`, where `.ci/run` installs the lock file).
 
 mod support;
 
@@ -144,5 +147,77 @@ fn typescript_sdk_task_server_over_http() {
             "2025-11-25 shapes.get.task-id-missing",
             "2025-11-25 shapes.get.task-id-wrong-type",
         ])
+    );
+}
+
+fn python() -> Option<PathBuf> {
+    let python = std::env::var_os("TASKLATCH_INTEROP_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/interop-venv/bin/python")
+        });
+    let installed = Command::new(&python)
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if installed {
+        return Some(python);
+    }
+    let what = format!(
+        "the Python SDK (mcp 1.30.0) is not installed at {}",
+        python.display()
+    );
+    if std::env::var("TASKLATCH_REQUIRE_INTEROP").is_ok_and(|v| v == "1") {
+        panic!("TASKLATCH_REQUIRE_INTEROP=1 but {what}");
+    }
+    eprintln!("\n*** probe interop test NOT RUN: {what} ***\n");
+    None
+}
+
+/// The Python SDK 1.30.0 task server as its docs show it (`enable_tasks`, `run_task`).
+/// Some findings depend on timing (what a dying process takes with it); these recur every
+/// time: Task objects without `ttl`, a made-up list cursor accepted, a `forbidden` tool run
+/// as if the task param were absent, malformed JSON unanswered, and the process dying
+/// when a cancelled task's work finishes (`ValueError: Cannot transition from terminal
+/// status 'cancelled'` escapes `run_task`).
+#[test]
+fn python_sdk_task_server_over_stdio() {
+    let Some(python) = python() else {
+        return;
+    };
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/probe/python_sdk_server.py");
+    let mut config = Config::new(Target::Stdio {
+        program: python.display().to_string(),
+        args: vec![script.display().to_string()],
+    });
+    config.tool = Some("export".to_owned());
+    config.args = Some(serde_json::json!({ "delay_ms": 500 }));
+    config.request_timeout = Duration::from_secs(3);
+    config.task_timeout = Duration::from_secs(20);
+    let report = support::tokio_runtime()
+        .block_on(probe::run_with_reruns(&config, 1))
+        .expect("reached");
+    for check in report.findings() {
+        eprintln!("finding: {} {}: {}", check.era, check.check, check.detail);
+    }
+    let recurred: BTreeSet<String> = report
+        .recurrence
+        .iter()
+        .filter(|(_, counts)| **counts == (1, 1))
+        .map(|(name, _)| name.clone())
+        .collect();
+    let always = set(&[
+        "2025-11-25 hostile.forbidden-tool-called-as-task",
+        "2025-11-25 process.stayed-up",
+        "2025-11-25 shapes.create.task-fields",
+        "2025-11-25 shapes.get.task-fields",
+        "2025-11-25 shapes.jsonrpc.malformed-json",
+        "2025-11-25 shapes.list.bad-cursor",
+        "2025-11-25 shapes.list.page-shape",
+    ]);
+    let missing: Vec<&String> = always.difference(&recurred).collect();
+    assert!(
+        missing.is_empty(),
+        "findings that did not recur: {missing:?}"
     );
 }

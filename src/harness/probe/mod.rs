@@ -454,6 +454,7 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
         report.checks.extend(shapes::run(&context).await);
         say("phase 2, hostile cases");
         report.checks.extend(hostile::run(&context).await);
+        report.checks.extend(deaths_of(&connections, era));
         if let Some(workload) = &config.workload {
             say(&format!(
                 "phase 3, workload for {:?}{} (seed {})",
@@ -465,6 +466,11 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
                 run_workload(&context, workload, connections.owned.clone()).await;
             report.checks.extend(checks);
             report.histories.push(history);
+            report.checks.extend(
+                deaths_of(&connections, era)
+                    .into_iter()
+                    .filter(|check| check.verdict == Verdict::Fail),
+            );
         }
     }
     if report.eras.is_empty() {
@@ -589,6 +595,46 @@ async fn run_workload(
             kills,
         },
     )
+}
+
+/// `process.stayed-up`: a stdio server the probe spawned must not end on its own (it was
+/// spawned again after each death, so the checks after it still ran).
+fn deaths_of(connections: &Connections, era: Era) -> Vec<CheckOutcome> {
+    let mut out = shapes::Outcomes::new(era);
+    let Some(Connection::Stdio(slot)) = connections.identities.first().map(|c| c.as_ref()) else {
+        out.not_applicable(
+            "process.stayed-up",
+            Level::Must,
+            "n/a: the probe sees the process only over stdio",
+        );
+        return out.list;
+    };
+    let deaths = slot.take_deaths();
+    out.judge(
+        "process.stayed-up",
+        Level::Must,
+        "the server process never ended on its own",
+        deaths.first().map(|death| {
+            format!(
+                "the server process ended {} time(s) without being killed (spawned again each \
+                 time); first noticed at {} ms ({}); its stderr ended: {}",
+                deaths.len(),
+                death.noticed_ms,
+                death.reason,
+                death
+                    .stderr_tail
+                    .iter()
+                    .rev()
+                    .take(6)
+                    .rev()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            )
+        }),
+        &[],
+    );
+    out.list
 }
 
 fn stderr_of(connections: &Connections) -> String {

@@ -431,10 +431,12 @@ fn kept_until_ttl(
                     continue;
                 }
                 problem = Some(format!(
-                    "{} read as unknown {} ms after its create was sent, before its TTL of {} ms{}",
+                    "{} read as unknown {} ms after its create was sent, before its TTL ({}){}",
                     view.task_id,
                     read.invoked_ms - op.exchange.invoked_ms,
-                    view.fields.ttl_ms.unwrap_or(0),
+                    view.fields
+                        .ttl_ms
+                        .map_or("unlimited".to_owned(), |ttl| format!("{ttl} ms")),
                     if killed_between {
                         " (lost across a restart, and the server claims durability)"
                     } else {

@@ -223,6 +223,14 @@ impl Peer {
         params: Value,
         declare_extension: bool,
     ) -> Exchange {
+        // A stdio server that died on its own is spawned again (its death is a finding the
+        // run reports), so the checks after it still run.
+        if let Connection::Stdio(slot) = self.connection.as_ref()
+            && !matches!(method, "initialize" | "server/discover")
+            && let Ok(true) = slot.revive_if_dead()
+        {
+            let _ = Box::pin(self.open()).await;
+        }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let params = self.enveloped(params, declare_extension);
         let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
@@ -249,6 +257,11 @@ impl Peer {
 
     /// Sends `text` as it is: malformed JSON, a wrong type.
     pub async fn send_raw(&self, text: &str) -> Exchange {
+        if let Connection::Stdio(slot) = self.connection.as_ref()
+            && let Ok(true) = slot.revive_if_dead()
+        {
+            let _ = self.open().await;
+        }
         let exchange = self.connection.send_raw(text, self.timeout).await;
         self.journal.keep(&exchange);
         exchange

@@ -150,6 +150,20 @@ pub struct StdioSlot {
     args: Vec<String>,
     clock: Clock,
     current: Mutex<Arc<StdioServer>>,
+    deaths: Mutex<Vec<Death>>,
+    /// Set while the probe itself kills and restarts the process: not a death.
+    restarting: std::sync::atomic::AtomicBool,
+}
+
+/// A server process that ended without the probe killing it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Death {
+    /// When the probe noticed, ms since it started.
+    pub noticed_ms: u64,
+    /// Why the connection ended.
+    pub reason: String,
+    /// The last lines the process wrote to stderr.
+    pub stderr_tail: Vec<String>,
 }
 
 impl StdioSlot {
@@ -160,7 +174,33 @@ impl StdioSlot {
             args: args.to_vec(),
             clock,
             current: Mutex::new(StdioServer::spawn(program, args, clock)?),
+            deaths: Mutex::new(Vec::new()),
+            restarting: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// If the process ended on its own, records its death and spawns it again; `true` when
+    /// it did (the caller then opens the era again).
+    pub fn revive_if_dead(&self) -> Result<bool, Unreachable> {
+        if self.restarting.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(false);
+        }
+        let current = self.current();
+        let Some(reason) = current.closed() else {
+            return Ok(false);
+        };
+        lock(&self.deaths).push(Death {
+            noticed_ms: self.clock.now_ms(),
+            reason,
+            stderr_tail: current.stderr_tail(),
+        });
+        *lock(&self.current) = StdioServer::spawn(&self.program, &self.args, self.clock)?;
+        Ok(true)
+    }
+
+    /// The deaths recorded since the last call.
+    pub fn take_deaths(&self) -> Vec<Death> {
+        std::mem::take(&mut *lock(&self.deaths))
     }
 
     /// The process running now.
@@ -170,10 +210,15 @@ impl StdioSlot {
 
     /// Kills the process (SIGKILL) and spawns it again; messages go to the new one.
     pub async fn restart(&self) -> Result<(), Unreachable> {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.restarting.store(true, SeqCst);
         self.current().kill().await;
-        let fresh = StdioServer::spawn(&self.program, &self.args, self.clock)?;
-        *lock(&self.current) = fresh;
-        Ok(())
+        let fresh = StdioServer::spawn(&self.program, &self.args, self.clock);
+        if let Ok(fresh) = &fresh {
+            *lock(&self.current) = fresh.clone();
+        }
+        self.restarting.store(false, SeqCst);
+        fresh.map(|_| ())
     }
 }
 
@@ -446,6 +491,11 @@ impl StdioServer {
         }
         exchange.completed_ms = self.clock.now_ms();
         exchange
+    }
+
+    /// Why its stdout ended, once it has.
+    pub fn closed(&self) -> Option<String> {
+        lock(&self.routing).closed.clone()
     }
 
     /// The last lines the server wrote to stderr.
