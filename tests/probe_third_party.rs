@@ -221,3 +221,76 @@ fn python_sdk_task_server_over_stdio() {
         "findings that did not recur: {missing:?}"
     );
 }
+
+/// The same Python server over Streamable HTTP (`StreamableHTTPSessionManager`, stateful
+/// sessions under uvicorn), two identities (tokens are ignored; sessions keep them apart).
+/// Beyond the stdio findings: an unknown method answers `-32602`, malformed JSON an HTTP 400
+/// without a JSON-RPC body, and a cancelled task's `tasks/result` a success.
+#[test]
+fn python_sdk_task_server_over_http() {
+    let Some(python) = python() else {
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/probe/python_sdk_server.py");
+    let server = support::Killed(
+        Command::new(&python)
+            .arg(&script)
+            .args(["--http", &port.to_string()])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("python starts"),
+    );
+    let ready = (0..200).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(ready, "the Python server did not listen on {port}");
+    let mut config = Config::new(Target::Http {
+        // Starlette's Mount answers /mcp with a redirect to /mcp/.
+        url: format!("http://127.0.0.1:{port}/mcp/"),
+        tokens: vec![
+            ("a".to_owned(), "token-a".to_owned()),
+            ("b".to_owned(), "token-b".to_owned()),
+        ],
+        start: None,
+    });
+    config.tool = Some("export".to_owned());
+    config.args = Some(serde_json::json!({ "delay_ms": 500 }));
+    config.request_timeout = Duration::from_secs(3);
+    config.task_timeout = Duration::from_secs(20);
+    let report = support::tokio_runtime()
+        .block_on(probe::run_with_reruns(&config, 1))
+        .expect("reached");
+    drop(server);
+    for check in report.findings() {
+        eprintln!("finding: {} {}: {}", check.era, check.check, check.detail);
+    }
+    let recurred: BTreeSet<String> = report
+        .recurrence
+        .iter()
+        .filter(|(_, counts)| **counts == (1, 1))
+        .map(|(name, _)| name.clone())
+        .collect();
+    let always = set(&[
+        "2025-11-25 hostile.forbidden-tool-called-as-task",
+        "2025-11-25 shapes.create.task-fields",
+        "2025-11-25 shapes.get.task-fields",
+        "2025-11-25 shapes.jsonrpc.malformed-json",
+        "2025-11-25 shapes.jsonrpc.unknown-method",
+        "2025-11-25 shapes.list.bad-cursor",
+    ]);
+    let missing: Vec<&String> = always.difference(&recurred).collect();
+    assert!(
+        missing.is_empty(),
+        "findings that did not recur: {missing:?}"
+    );
+    // Sessions keep the two identities apart.
+    assert!(
+        support::probe_checks(&report, Verdict::Pass)
+            .contains("2025-11-25 hostile.foreign-identity.get")
+    );
+}

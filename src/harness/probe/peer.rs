@@ -27,6 +27,9 @@ pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 /// tasklatch's own idempotency key (a private extension; other servers ignore it).
 pub const IDEMPOTENCY_META: &str = "dev.tasklatch/idempotency-key";
+/// How long the first answer of a freshly started server may take (an interpreter that
+/// imports its SDK on a loaded machine takes seconds), whatever `--request-timeout` says.
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Pages of `tools/list` or `tasks/list` the probe follows at most.
 pub const PAGES_MAX: usize = 100;
 
@@ -223,6 +226,17 @@ impl Peer {
         params: Value,
         declare_extension: bool,
     ) -> Exchange {
+        self.request_within(method, params, declare_extension, self.timeout)
+            .await
+    }
+
+    async fn request_within(
+        &self,
+        method: &str,
+        params: Value,
+        declare_extension: bool,
+        timeout: Duration,
+    ) -> Exchange {
         // A stdio server that died on its own is spawned again (its death is a finding the
         // run reports), so the checks after it still run.
         if let Connection::Stdio(slot) = self.connection.as_ref()
@@ -237,7 +251,7 @@ impl Peer {
         let headers = self.headers(method, &message["params"]);
         let exchange = self
             .connection
-            .send(&message, &headers, true, self.timeout)
+            .send(&message, &headers, true, timeout)
             .await;
         self.journal.keep(&exchange);
         exchange
@@ -323,13 +337,15 @@ impl Peer {
         match self.era {
             Era::Core2025 => {
                 let exchange = self
-                    .request(
+                    .request_within(
                         "initialize",
                         json!({
                             "protocolVersion": VERSION_2025,
                             "capabilities": {},
                             "clientInfo": { "name": "tasklatch-probe", "version": env!("CARGO_PKG_VERSION") },
                         }),
+                        true,
+                        self.timeout.max(STARTUP_TIMEOUT),
                     )
                     .await;
                 let Some(result) = exchange.result().cloned() else {
@@ -346,7 +362,14 @@ impl Peer {
                 })
             }
             Era::Extension2026 => {
-                let exchange = self.request("server/discover", json!({})).await;
+                let exchange = self
+                    .request_within(
+                        "server/discover",
+                        json!({}),
+                        true,
+                        self.timeout.max(STARTUP_TIMEOUT),
+                    )
+                    .await;
                 let Some(result) = exchange.result().cloned() else {
                     return Err(Box::new(exchange));
                 };
