@@ -197,15 +197,7 @@ fn python_sdk_task_server_over_stdio() {
     let report = support::tokio_runtime()
         .block_on(probe::run_with_reruns(&config, 1))
         .expect("reached");
-    for check in report.findings() {
-        eprintln!("finding: {} {}: {}", check.era, check.check, check.detail);
-    }
-    let recurred: BTreeSet<String> = report
-        .recurrence
-        .iter()
-        .filter(|(_, counts)| **counts == (1, 1))
-        .map(|(name, _)| name.clone())
-        .collect();
+    let recurred = recurred(&report);
     let always = set(&[
         "2025-11-25 hostile.forbidden-tool-called-as-task",
         "2025-11-25 process.stayed-up",
@@ -215,11 +207,7 @@ fn python_sdk_task_server_over_stdio() {
         "2025-11-25 shapes.list.bad-cursor",
         "2025-11-25 shapes.list.page-shape",
     ]);
-    let missing: Vec<&String> = always.difference(&recurred).collect();
-    assert!(
-        missing.is_empty(),
-        "findings that did not recur: {missing:?}"
-    );
+    assert_recurred(&always, &recurred);
 }
 
 /// The same Python server over Streamable HTTP (`StreamableHTTPSessionManager`, stateful
@@ -266,15 +254,7 @@ fn python_sdk_task_server_over_http() {
         .block_on(probe::run_with_reruns(&config, 1))
         .expect("reached");
     drop(server);
-    for check in report.findings() {
-        eprintln!("finding: {} {}: {}", check.era, check.check, check.detail);
-    }
-    let recurred: BTreeSet<String> = report
-        .recurrence
-        .iter()
-        .filter(|(_, counts)| **counts == (1, 1))
-        .map(|(name, _)| name.clone())
-        .collect();
+    let recurred = recurred(&report);
     let always = set(&[
         "2025-11-25 hostile.forbidden-tool-called-as-task",
         "2025-11-25 shapes.create.task-fields",
@@ -283,14 +263,32 @@ fn python_sdk_task_server_over_http() {
         "2025-11-25 shapes.jsonrpc.unknown-method",
         "2025-11-25 shapes.list.bad-cursor",
     ]);
-    let missing: Vec<&String> = always.difference(&recurred).collect();
-    assert!(
-        missing.is_empty(),
-        "findings that did not recur: {missing:?}"
-    );
+    assert_recurred(&always, &recurred);
     // Sessions keep the two identities apart.
     assert!(
         support::probe_checks(&report, Verdict::Pass)
             .contains("2025-11-25 hostile.foreign-identity.get")
+    );
+}
+
+/// The findings of `report` that failed again in its one rerun (each printed).
+fn recurred(report: &tasklatch::probe::Report) -> BTreeSet<String> {
+    for check in report.findings() {
+        eprintln!("finding: {} {}: {}", check.era, check.check, check.detail);
+    }
+    report
+        .recurrence
+        .iter()
+        .filter(|(_, counts)| **counts == (1, 1))
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+/// Every finding in `always` recurred.
+fn assert_recurred(always: &BTreeSet<String>, recurred: &BTreeSet<String>) {
+    let missing: Vec<&String> = always.difference(recurred).collect();
+    assert!(
+        missing.is_empty(),
+        "findings that did not recur: {missing:?}"
     );
 }
