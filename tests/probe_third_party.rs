@@ -11,6 +11,10 @@
 //!   installed (`.ci/run` installs both and sets this).
 //! - `TASKLATCH_INTEROP_PYTHON` — the Python that has `mcp==1.30.0` (default:
 //!   `target/interop-venv/bin/python`, where `.ci/run` installs the lock file).
+//!
+//! Plain builds only: the probe does not change with features, and the README's second
+//! test command (`--all-features`) would only repeat these slow tests.
+#![cfg(not(feature = "mutants"))]
 
 mod support;
 
