@@ -90,13 +90,7 @@ async fn forbidden_tool_called_as_task(context: &Context<'_>, out: &mut Outcomes
         return;
     };
     let peer = &context.opened.peer;
-    let exchange = peer
-        .create(
-            &tool.name,
-            &peer::sample_arguments(&tool.input_schema),
-            None,
-        )
-        .await;
+    let exchange = create_sampled(peer, tool).await;
     let problem = if peer.created(&exchange).is_some() {
         Some(format!("`{}` was accepted as a task", tool.name))
     } else {
@@ -139,13 +133,7 @@ async fn task_without_capability(context: &Context<'_>, out: &mut Outcomes) {
         return;
     };
     let peer = &context.opened.peer;
-    let exchange = peer
-        .create(
-            &tool.name,
-            &peer::sample_arguments(&tool.input_schema),
-            None,
-        )
-        .await;
+    let exchange = create_sampled(peer, tool).await;
     out.judge(
         CHECK,
         Level::Must,
@@ -755,4 +743,14 @@ fn altered_arguments(arguments: &Value) -> Value {
         object.insert("tasklatchProbeAltered".to_owned(), json!(true));
     }
     altered
+}
+
+/// `tool` called as a task with arguments sampled from its schema.
+async fn create_sampled(peer: &Peer, tool: &peer::ToolInfo) -> Exchange {
+    peer.create(
+        &tool.name,
+        &peer::sample_arguments(&tool.input_schema),
+        None,
+    )
+    .await
 }

@@ -42,7 +42,7 @@ pub mod transport;
 pub mod workload;
 
 use crate::contract::Era;
-use peer::{Facts, Journal, Peer, ToolInfo};
+use peer::{Facts, Peer, ToolInfo};
 use serde::Serialize;
 use serde_json::Value;
 use std::sync::Arc;
@@ -352,10 +352,9 @@ pub const READY_TIMEOUT: Duration = Duration::from_secs(30);
 pub async fn open(
     era: Era,
     connection: Arc<Connection>,
-    journal: Arc<Journal>,
     config: &Config,
 ) -> Result<Opened, String> {
-    let peer = Peer::new(era, connection, journal, config.request_timeout);
+    let peer = Peer::new(era, connection, config.request_timeout);
     let facts = peer.open().await.map_err(|exchange| {
         format!(
             "{} could not be opened: {}",
@@ -377,7 +376,6 @@ pub async fn open(
 pub async fn run(config: &Config) -> Result<Report, Unreachable> {
     let clock = Clock::start();
     let connections = connect(&config.target, clock).await?;
-    let journal = Arc::new(Journal::default());
     let first = connections.identities[0].clone();
     let candidates = match config.era {
         EraChoice::Only(era) => vec![era],
@@ -396,7 +394,7 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
     };
     for era in candidates {
         // Each era is opened once: a second `initialize` on one session is refused.
-        let opened = match open(era, first.clone(), journal.clone(), config).await {
+        let opened = match open(era, first.clone(), config).await {
             Ok(opened) => opened,
             Err(reason) if config.era == EraChoice::Auto => {
                 report.skipped.push(reason);
@@ -428,7 +426,7 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
         }));
         let mut others = Vec::new();
         for connection in &connections.identities[1..] {
-            let other = open(era, connection.clone(), journal.clone(), config)
+            let other = open(era, connection.clone(), config)
                 .await
                 .map_err(|reason| {
                     Unreachable(format!("identity {}: {reason}", connection.identity()))
@@ -548,10 +546,10 @@ async fn run_workload(
     let mut clients = Vec::new();
     for opened in std::iter::once(context.opened).chain(context.others.iter()) {
         for _ in 0..workload.clients_per_identity.max(1) {
-            let mut waiting_peer = opened.peer.sibling(Arc::new(Journal::default()));
+            let mut waiting_peer = opened.peer.sibling();
             waiting_peer.timeout = context.config.task_timeout;
             clients.push(workload::ClientSpec {
-                peer: Arc::new(opened.peer.sibling(Arc::new(Journal::default()))),
+                peer: Arc::new(opened.peer.sibling()),
                 waiting_peer: Arc::new(waiting_peer),
                 tool: tool.clone(),
                 list: opened.facts.list(),

@@ -1,6 +1,6 @@
 //! The probe's MCP client, in either protocol era: it builds each request the way the
-//! era's spec shows it, sends it through a [`Connection`], keeps every exchange in the
-//! run's [`Journal`], and reads answers into [`TaskView`]s.
+//! era's spec shows it, sends it through a [`Connection`], and reads answers into
+//! [`TaskView`]s.
 //!
 //! The spec's strings are restated here rather than taken from tasklatch's server, so that
 //! a mistake in the server cannot be agreed with by the probe that judges it.
@@ -45,24 +45,6 @@ pub mod code {
     pub const INVALID_PARAMS: i64 = -32602;
     /// A required client capability was not declared (2026-07-28).
     pub const MISSING_CAPABILITY: i64 = -32021;
-}
-
-/// Every exchange of a run, in the order they completed: the timeline and the evidence.
-#[derive(Default)]
-pub struct Journal {
-    entries: Mutex<Vec<Exchange>>,
-}
-
-impl Journal {
-    /// Keeps `exchange`.
-    pub fn keep(&self, exchange: &Exchange) {
-        lock(&self.entries).push(exchange.clone());
-    }
-
-    /// Everything kept so far.
-    pub fn entries(&self) -> Vec<Exchange> {
-        lock(&self.entries).clone()
-    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -166,38 +148,30 @@ pub struct Peer {
     next_id: Arc<AtomicU64>,
     /// How long one request may wait for its answer.
     pub timeout: Duration,
-    journal: Arc<Journal>,
     /// `MCP-Protocol-Version` to send over HTTP once the era is open (2025-11-25).
     negotiated: Mutex<Option<String>>,
 }
 
 impl Peer {
-    /// A peer for `era` over `connection`, keeping exchanges in `journal`.
-    pub fn new(
-        era: Era,
-        connection: Arc<Connection>,
-        journal: Arc<Journal>,
-        timeout: Duration,
-    ) -> Peer {
+    /// A peer for `era` over `connection`.
+    pub fn new(era: Era, connection: Arc<Connection>, timeout: Duration) -> Peer {
         Peer {
             era,
             connection,
             next_id: Arc::new(AtomicU64::new(1)),
             timeout,
-            journal,
             negotiated: Mutex::new(None),
         }
     }
 
-    /// A second client of the same identity, era and connection (its own request ids),
-    /// keeping its exchanges in `journal`.
-    pub fn sibling(&self, journal: Arc<Journal>) -> Peer {
+    /// Another client of the same identity, era and connection; request ids stay unique
+    /// on the connection (they are shared).
+    pub fn sibling(&self) -> Peer {
         Peer {
             era: self.era,
             connection: self.connection.clone(),
             next_id: self.next_id.clone(),
             timeout: self.timeout,
-            journal,
             negotiated: Mutex::new(lock(&self.negotiated).clone()),
         }
     }
@@ -249,24 +223,18 @@ impl Peer {
         let params = self.enveloped(params, declare_extension);
         let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
         let headers = self.headers(method, &message["params"]);
-        let exchange = self
-            .connection
+        self.connection
             .send(&message, &headers, true, timeout)
-            .await;
-        self.journal.keep(&exchange);
-        exchange
+            .await
     }
 
     /// Sends a notification (no answer awaited).
     pub async fn notify(&self, method: &str, params: Value) -> Exchange {
         let message = json!({ "jsonrpc": "2.0", "method": method, "params": params });
         let headers = self.headers(method, &message["params"]);
-        let exchange = self
-            .connection
+        self.connection
             .send(&message, &headers, false, self.timeout)
-            .await;
-        self.journal.keep(&exchange);
-        exchange
+            .await
     }
 
     /// Sends `text` as it is: malformed JSON, a wrong type.
@@ -276,9 +244,7 @@ impl Peer {
         {
             let _ = self.open().await;
         }
-        let exchange = self.connection.send_raw(text, self.timeout).await;
-        self.journal.keep(&exchange);
-        exchange
+        self.connection.send_raw(text, self.timeout).await
     }
 
     fn enveloped(&self, params: Value, declare_extension: bool) -> Value {

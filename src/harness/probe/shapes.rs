@@ -1,7 +1,7 @@
 //! Phase 1: the wire shapes of each era, one check at a time. Each check names the spec's
 //! strength (MUST / SHOULD) and keeps the exchanges that decided it.
 
-use super::peer::{self, Peer, RELATED_TASK, TaskView, code};
+use super::peer::{self, RELATED_TASK, TaskView, code};
 use super::transport::{Clock, Exchange};
 use super::{CheckOutcome, Config, Level, Opened, Verdict, era_name};
 use crate::contract::{Era, TaskStatus};
@@ -368,12 +368,8 @@ async fn core_2025(context: &Context<'_>, out: &mut Outcomes) {
     );
 
     // tasks/result blocks until the task is terminal, then answers with the related task.
-    let result_peer = Peer::new(
-        peer.era,
-        peer.connection().clone(),
-        std::sync::Arc::new(peer::Journal::default()),
-        context.config.task_timeout,
-    );
+    let mut result_peer = peer.sibling();
+    result_peer.timeout = context.config.task_timeout;
     let result = result_peer.result(&view.task_id).await;
     let after = peer.get(&view.task_id).await;
     let after_status = peer.shown(&after).and_then(|shown| shown.status);
