@@ -90,7 +90,7 @@ enum Command {
     /// Check a live MCP tasks server, in any language, from the outside: the wire shapes of
     /// each protocol era it advertises. Exit 1 on any finding, 2 when the server cannot be
     /// reached or initialized.
-    Probe(probing::ProbeArgs),
+    Probe(Box<probing::ProbeArgs>),
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -141,7 +141,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Replay { files, json } => replay(&files, json),
         Command::Serve(args) => serving::serve(args),
-        Command::Probe(args) => probing::probe(args),
+        Command::Probe(args) => probing::probe(*args),
         #[cfg(all(feature = "sim", madsim))]
         Command::Sim {
             scenario,
@@ -931,6 +931,13 @@ mod probing {
         /// (each required property: its default, first enum value, or a plain value).
         #[arg(long, value_name = "JSON")]
         args: Option<String>,
+        /// A tool whose tasks ask for input: in the 2026-07-28 era a quarter of the
+        /// workload's creates use it and `tasks/update` answers its questions.
+        #[arg(long, value_name = "NAME")]
+        input_tool: Option<String>,
+        /// Its arguments, laid over the sampled ones as with --args.
+        #[arg(long, value_name = "JSON", requires = "input_tool")]
+        input_args: Option<String>,
         /// How long one request may wait for its answer.
         #[arg(long, default_value = "10s")]
         request_timeout: String,
@@ -979,6 +986,22 @@ mod probing {
         /// With --stdio: the server's command and arguments.
         #[arg(last = true, value_name = "CMD")]
         command: Vec<String>,
+    }
+
+    /// `text` (the value of `flag`) as a JSON object.
+    fn json_object(flag: &str, text: Option<&str>) -> Result<Option<serde_json::Value>, String> {
+        match text.map(serde_json::from_str::<serde_json::Value>) {
+            None => Ok(None),
+            Some(Ok(value)) if value.is_object() => Ok(Some(value)),
+            Some(Ok(_)) => Err(format!(
+                "{flag} {:?}: must be a JSON object",
+                text.unwrap_or("")
+            )),
+            Some(Err(error)) => Err(format!(
+                "{flag} {:?}: not JSON: {error}",
+                text.unwrap_or("")
+            )),
+        }
     }
 
     fn config(args: &ProbeArgs) -> Result<Config, String> {
@@ -1041,14 +1064,9 @@ mod probing {
         if args.reruns > 100 {
             return Err(format!("--reruns {}: at most 100", args.reruns));
         }
-        config.args = match &args.args {
-            None => None,
-            Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
-                Ok(value) if value.is_object() => Some(value),
-                Ok(_) => return Err(format!("--args {text:?}: must be a JSON object")),
-                Err(error) => return Err(format!("--args {text:?}: not JSON: {error}")),
-            },
-        };
+        config.args = json_object("--args", args.args.as_deref())?;
+        config.input_tool = args.input_tool.clone();
+        config.input_args = json_object("--input-args", args.input_args.as_deref())?;
         config.request_timeout = parse_budget(&args.request_timeout)
             .map_err(|error| format!("--request-timeout {error}"))?;
         config.task_timeout =

@@ -157,8 +157,8 @@ fn names_failed(report: &Report, prefix: &str) -> BTreeSet<String> {
 
 /// Every workload invariant meets its defect: the state-contract defects of
 /// hostile_server.py's `http` mode under a workload (isolation, latch, gone stays gone,
-/// one result), and its `http-workload` mode's duplicate ids, tasks that never end and
-/// reads that never answer.
+/// one result), and its `http-workload` mode's duplicate ids, tasks that never end, reads
+/// that never answer and updates refused.
 #[test]
 fn every_workload_invariant_fails_on_its_defect() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/probe/hostile_server.py");
@@ -197,7 +197,7 @@ fn every_workload_invariant_fails_on_its_defect() {
         .filter(|check| check.check.starts_with("workload."))
         .map(|check| check.check.clone())
         .collect();
-    assert_eq!(all.len(), 8, "{all:?}");
+    assert_eq!(all.len(), 9, "{all:?}");
     // kept-until-ttl meets its defect in tasks_lost_at_a_restart_break_the_durability_claim.
     failed.insert("workload.kept-until-ttl".to_owned());
     assert_eq!(

@@ -21,6 +21,10 @@ fn export_config(target: Target) -> Config {
     let mut config = Config::new(target);
     config.tool = Some("export".to_owned());
     config.args = Some(serde_json::json!({ "delay_ms": 1000 }));
+    // 2026-07-28: a quarter of the tasks ask their requestor to confirm, answered by
+    // tasks/update.
+    config.input_tool = Some("export".to_owned());
+    config.input_args = Some(serde_json::json!({ "delay_ms": 300, "confirm": true }));
     config.request_timeout = Duration::from_secs(5);
     config.task_timeout = Duration::from_secs(30);
     config.workload = Some(Workload {
@@ -94,6 +98,28 @@ fn tasklatch_over_stdio_has_no_findings_in_either_era() {
         ])
     );
     assert_eq!(checks_with(&report, Verdict::Risk), retried_call_risks());
+    assert!(
+        questions_answered(&report) > 0,
+        "no tasks/update answered a question"
+    );
+}
+
+/// The 2026-07-28 workload's `tasks/update`s that answered a question the task asked
+/// (`confirm`), each acknowledged.
+fn questions_answered(report: &Report) -> usize {
+    report
+        .histories
+        .iter()
+        .filter(|history| history.era == "2026-07-28")
+        .flat_map(|history| &history.ops)
+        .filter(|op| op.kind == tasklatch::probe::workload::OpKind::Update)
+        .filter(|op| op.exchange.request.contains("\"confirm\":{\"action\""))
+        .filter(|op| {
+            op.exchange
+                .result()
+                .is_some_and(|result| result["resultType"] == "complete")
+        })
+        .count()
 }
 
 fn set(items: &[&str]) -> BTreeSet<String> {

@@ -34,6 +34,8 @@ contract is not. Two modes:
     every 5th create answers the previous task's id -> workload.unique-task-ids
     every 7th task never ends                        -> workload.liveness
     a tasks/get of such a task hangs for 5 s         -> workload.every-request-answered
+    a tasks/update answering a question never asked
+      is refused (the spec: ignored)                 -> workload.updates-acknowledged
 """
 
 import http.server
@@ -204,6 +206,8 @@ def handle_http(owner, method, params):
         return {"resultType": "complete"} if modern else task_fields(task_id, False)
     if method == "tasks/update":
         find(params)
+        if MODE == "http-workload" and params.get("inputResponses"):
+            raise RpcError(-32600, "no such input request")
         return {"resultType": "complete"}
     if method == "tasks/list" and not modern:
         return {"tasks": [task_fields(task_id, False) for task_id in list(tasks)

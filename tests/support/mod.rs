@@ -291,7 +291,9 @@ pub fn serve_http(
                 server,
                 runtime,
             );
-            runtime.start(2);
+            // Four workers: the probe's workload leaves a hundred one-second exports to
+            // finish within its liveness phase.
+            runtime.start(4);
             let router = tasklatch::mcp::http::router(server, http);
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                 .await

@@ -152,6 +152,13 @@ pub struct Config {
     pub tool: Option<String>,
     /// Arguments laid over those sampled from its input schema.
     pub args: Option<Value>,
+    /// A tool whose tasks ask for input: the 2026-07-28 workload creates a quarter of its
+    /// tasks with it and answers their questions by `tasks/update` (2025-11-25 asks by
+    /// side requests on `tasks/result`, which the workload does not answer, so it is unused
+    /// there). Its arguments: `input_args` laid over those sampled.
+    pub input_tool: Option<String>,
+    /// Arguments laid over those sampled for `input_tool`.
+    pub input_args: Option<Value>,
     /// How long one request may wait for its answer.
     pub request_timeout: Duration,
     /// How long a task the checks created may take to end.
@@ -173,6 +180,8 @@ impl Config {
             era: EraChoice::Auto,
             tool: None,
             args: None,
+            input_tool: None,
+            input_args: None,
             request_timeout: Duration::from_secs(10),
             task_timeout: Duration::from_secs(60),
             expiry_wait: Duration::from_secs(15),
@@ -543,6 +552,21 @@ async fn run_workload(
             );
         }
     };
+    let mut noted = shapes::Outcomes::new(era);
+    let input_tool = match (&context.config.input_tool, era) {
+        (Some(name), Era::Extension2026) => {
+            let found = shapes::named_tool(context, name, context.config.input_args.as_ref());
+            if found.is_none() {
+                noted.not_applicable(
+                    "workload.input-tool",
+                    Level::Must,
+                    &format!("n/a (no such tool): `--input-tool {name}` is not in tools/list"),
+                );
+            }
+            found
+        }
+        _ => None,
+    };
     let mut clients = Vec::new();
     for opened in std::iter::once(context.opened).chain(context.others.iter()) {
         for _ in 0..workload.clients_per_identity.max(1) {
@@ -552,6 +576,7 @@ async fn run_workload(
                 peer: Arc::new(opened.peer.sibling()),
                 waiting_peer: Arc::new(waiting_peer),
                 tool: tool.clone(),
+                input_tool: input_tool.clone(),
                 list: opened.facts.list(),
                 cancel: opened.facts.cancel(),
             });
@@ -568,7 +593,14 @@ async fn run_workload(
     .await;
     let ops = history.ops();
     let kills = history.kills();
-    let mut checks = oracle::judge(&ops, &history.owned(), era, &kills, workload.durable);
+    let mut checks = noted.list;
+    checks.extend(oracle::judge(
+        &ops,
+        &history.owned(),
+        era,
+        &kills,
+        workload.durable,
+    ));
     if workload.kill {
         let mut out = shapes::Outcomes::new(era);
         let failure = history

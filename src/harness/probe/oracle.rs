@@ -21,7 +21,10 @@
 //!   (`--durable`);
 //! - **liveness**: by the end of the liveness phase every task is terminal or gone;
 //! - **answered**: every request got an answer, except those in flight while the probe had
-//!   the server killed.
+//!   the server killed;
+//! - **updates acknowledged** (2026-07-28): every `tasks/update` of the client's own task
+//!   is the empty acknowledgement (`resultType: "complete"`) — answers to questions never
+//!   asked included, which the server must ignore — or `-32602` for a task gone.
 
 use super::peer::{RELATED_TASK, TaskView, code};
 use super::shapes::{Outcomes, status_name};
@@ -71,7 +74,7 @@ fn shown(op: &Op, era: Era) -> Vec<TaskView> {
                     .collect()
             })
             .unwrap_or_default(),
-        OpKind::Result => Vec::new(),
+        OpKind::Result | OpKind::Update => Vec::new(),
         OpKind::Get | OpKind::ForeignGet | OpKind::Cancel | OpKind::Settle => {
             TaskView::read(result, era).into_iter().collect()
         }
@@ -102,6 +105,9 @@ pub fn judge(
     kept_until_ttl(ops, era, &reads, kills, durable, &mut out);
     liveness(ops, &reads, &owner_of, &mut out);
     answered(ops, kills, &mut out);
+    if era == Era::Extension2026 {
+        updates_acknowledged(ops, &mut out);
+    }
     out.list
 }
 
@@ -478,5 +484,36 @@ fn answered(ops: &[Op], kills: &[Kill], out: &mut Outcomes) {
         (!lost.is_empty())
             .then(|| format!("{} of {} requests got no answer", lost.len(), ops.len())),
         &evidence,
+    );
+}
+
+fn updates_acknowledged(ops: &[Op], out: &mut Outcomes) {
+    let updates: Vec<&Op> = ops.iter().filter(|op| op.kind == OpKind::Update).collect();
+    let refused = updates.iter().find(|op| {
+        let acked = op
+            .exchange
+            .result()
+            .is_some_and(|result| result["resultType"] == "complete");
+        let gone = op.exchange.error_code() == Some(code::INVALID_PARAMS);
+        op.exchange.response.is_some() && !acked && !gone
+    });
+    out.judge(
+        "workload.updates-acknowledged",
+        Level::Must,
+        &format!(
+            "{} tasks/update of the client's own tasks, each acknowledged",
+            updates.len()
+        ),
+        refused.map(|op| {
+            format!(
+                "tasks/update of {}'s own task {} was not acknowledged",
+                op.identity,
+                op.task_id.as_deref().unwrap_or("")
+            )
+        }),
+        &refused
+            .map(|op| &op.exchange)
+            .into_iter()
+            .collect::<Vec<_>>(),
     );
 }

@@ -144,12 +144,26 @@ pub fn chosen_tool(context: &Context<'_>) -> Result<(String, Value), String> {
     ))
 }
 
+/// The tool `name` of `tools/list` with arguments sampled from its schema and `given`
+/// laid over them.
+pub fn named_tool(
+    context: &Context<'_>,
+    name: &str,
+    given: Option<&Value>,
+) -> Option<(String, Value)> {
+    let tool = context.opened.tools.iter().find(|tool| tool.name == name)?;
+    Some((tool.name.clone(), overlay(&tool.input_schema, given)))
+}
+
 /// Arguments sampled from `schema` (its required properties), with `--args` laid over them.
 fn arguments_for(context: &Context<'_>, schema: &Value) -> Value {
+    overlay(schema, context.config.args.as_ref())
+}
+
+/// Arguments sampled from `schema` with `given` laid over them.
+fn overlay(schema: &Value, given: Option<&Value>) -> Value {
     let mut arguments = peer::sample_arguments(schema);
-    if let (Value::Object(sampled), Some(Value::Object(given))) =
-        (&mut arguments, &context.config.args)
-    {
+    if let (Value::Object(sampled), Some(Value::Object(given))) = (&mut arguments, given) {
         for (name, value) in given {
             sampled.insert(name.clone(), value.clone());
         }

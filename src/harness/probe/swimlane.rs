@@ -25,6 +25,7 @@ fn colour(kind: OpKind) -> &'static str {
         OpKind::List => "#0c8599",
         OpKind::ForeignGet => "#c2255c",
         OpKind::Settle => "#868e96",
+        OpKind::Update => "#5f3dc4",
     }
 }
 
@@ -144,6 +145,7 @@ pub fn render(era: &str, ops: &[Op], kills: &[Kill], checks: &[CheckOutcome]) ->
         OpKind::List,
         OpKind::ForeignGet,
         OpKind::Settle,
+        OpKind::Update,
     ] {
         let _ = writeln!(
             svg,

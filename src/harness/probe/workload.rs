@@ -1,6 +1,6 @@
 //! Phase 3: the workload, Jepsen-style. Clients of every identity issue seeded random
-//! operations (create, get, result, cancel, list, a read of another identity's task) for
-//! the budget, each recorded with its invocation time, completion time and full answer;
+//! operations (create, get, result, cancel, list, `tasks/update` in the 2026-07-28 era, a
+//! read of another identity's task) for the budget, each recorded with its invocation time, completion time and full answer;
 //! then a bounded liveness phase polls every task until it ends. [`super::oracle`] judges
 //! the history. With `kill`, the probe SIGKILLs and restarts the server (one it owns) at
 //! seeded times while the clients keep polling the same task ids.
@@ -11,7 +11,8 @@
 use super::peer::{Peer, code};
 use super::transport::{Clock, Exchange, Owned};
 use crate::contract::{Era, TaskStatus};
-use serde_json::Value;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -67,6 +68,9 @@ pub enum OpKind {
     ForeignGet,
     /// A read in the liveness phase.
     Settle,
+    /// `tasks/update` of the client's own task (2026-07-28): the answers to the questions
+    /// it last saw the task ask, or a key the task never asked (which must be ignored).
+    Update,
 }
 
 /// One recorded operation.
@@ -158,6 +162,9 @@ pub struct ClientSpec {
     pub waiting_peer: Arc<Peer>,
     /// The tool and arguments it creates tasks with.
     pub tool: (String, Value),
+    /// A tool whose tasks ask their requestor for input (2026-07-28: a quarter of the
+    /// creates use it, and `tasks/update` answers its questions).
+    pub input_tool: Option<(String, Value)>,
     /// `tasks/list` declared.
     pub list: bool,
     /// `tasks/cancel` served.
@@ -222,7 +229,8 @@ pub async fn run(
     for handle in handles {
         let _ = handle.await;
     }
-    settle_all(&clients, &history, clock, settle).await;
+    let draw = Draw::new(workload.seed, u64::MAX - 1);
+    settle_all(&clients, &history, draw, clock, settle).await;
     history
 }
 
@@ -275,6 +283,8 @@ async fn client_loop(
     let peer = &client.peer;
     let identity = peer.identity().to_owned();
     let mut mine: Vec<String> = Vec::new();
+    // The questions each of its tasks last showed it (2026-07-28 `inputRequests`).
+    let mut asked: BTreeMap<String, Value> = BTreeMap::new();
     for _ in 0..OPS_PER_CLIENT_MAX {
         if clock.now_ms() >= deadline_ms {
             break;
@@ -285,7 +295,13 @@ async fn client_loop(
         };
         let (kind, task_id, exchange) =
             if mine.is_empty() || (roll < 20 && mine.len() < TASKS_PER_CLIENT_MAX) {
-                let exchange = peer.create(&client.tool.0, &client.tool.1, None).await;
+                let tool = match &client.input_tool {
+                    Some(input_tool) if peer.era == Era::Extension2026 && draw.below(4) == 0 => {
+                        input_tool
+                    }
+                    _ => &client.tool,
+                };
+                let exchange = peer.create(&tool.0, &tool.1, None).await;
                 let created = peer.created(&exchange).map(|view| view.task_id);
                 if let Some(task_id) = &created {
                     mine.push(task_id.clone());
@@ -295,7 +311,20 @@ async fn client_loop(
             } else if roll < 60 {
                 let task = pick(&mut draw, &mine);
                 let exchange = peer.get(task.as_deref().unwrap_or_default()).await;
+                note_questions(peer, &exchange, task.as_deref(), &mut asked);
                 (OpKind::Get, task, exchange)
+            } else if roll < 70 && peer.era == Era::Extension2026 {
+                let task = pick(&mut draw, &mine).unwrap_or_default();
+                let responses = match asked.remove(&task) {
+                    Some(questions) => answers(&questions, &mut draw),
+                    None => {
+                        let mut unasked = serde_json::Map::new();
+                        unasked.insert(UNASKED_KEY.to_owned(), json!({ "action": "decline" }));
+                        Value::Object(unasked)
+                    }
+                };
+                let exchange = peer.update(&task, responses).await;
+                (OpKind::Update, Some(task), exchange)
             } else if roll < 70 && peer.era == Era::Core2025 {
                 let task = pick(&mut draw, &mine);
                 let exchange = client
@@ -323,6 +352,7 @@ async fn client_loop(
                     None => {
                         let task = pick(&mut draw, &mine);
                         let exchange = peer.get(task.as_deref().unwrap_or_default()).await;
+                        note_questions(peer, &exchange, task.as_deref(), &mut asked);
                         (OpKind::Get, task, exchange)
                     }
                 }
@@ -338,11 +368,66 @@ async fn client_loop(
     }
 }
 
+/// The key of a `tasks/update` answer to a question never asked: the server must ignore it.
+pub const UNASKED_KEY: &str = "tasklatch-probe-never-asked";
+
+/// Keeps the questions a 2026-07-28 `tasks/get` of `task` shows (`input_required` with
+/// `inputRequests`); any other answer clears them.
+fn note_questions(
+    peer: &Peer,
+    exchange: &Exchange,
+    task: Option<&str>,
+    asked: &mut BTreeMap<String, Value>,
+) {
+    let Some(task) = task else { return };
+    let questions = exchange
+        .result()
+        .filter(|_| peer.era == Era::Extension2026)
+        .filter(|result| result["status"] == "input_required")
+        .and_then(|result| result.get("inputRequests"))
+        .filter(|questions| questions.as_object().is_some_and(|map| !map.is_empty()));
+    match questions {
+        Some(questions) => asked.insert(task.to_owned(), questions.clone()),
+        None => asked.remove(task),
+    };
+}
+
+/// Answers to every question in `questions` (2026-07-28 `inputRequests`): an elicitation
+/// is accepted (its form filled from the schema, each boolean drawn) three times in four,
+/// else declined; any other kind of request is declined.
+fn answers(questions: &Value, draw: &mut Draw) -> Value {
+    let mut responses = serde_json::Map::new();
+    for (key, question) in questions.as_object().into_iter().flatten() {
+        let schema = &question["params"]["requestedSchema"];
+        let response = if question["method"] == "elicitation/create" && draw.below(4) != 0 {
+            let mut content = serde_json::Map::new();
+            for (name, property) in schema["properties"].as_object().into_iter().flatten() {
+                let value = if property["type"] == "boolean" {
+                    json!(draw.below(2) == 0)
+                } else {
+                    super::peer::sample_arguments(&json!({
+                        "properties": { name: property }, "required": [name],
+                    }))[name]
+                        .clone()
+                };
+                content.insert(name.clone(), value);
+            }
+            json!({ "action": "accept", "content": content })
+        } else {
+            json!({ "action": "decline" })
+        };
+        responses.insert(key.clone(), response);
+    }
+    Value::Object(responses)
+}
+
 /// The liveness phase: every task is read by its owner until it is terminal or gone, for
-/// at most `settle`.
+/// at most `settle`; a 2026-07-28 task waiting for input is answered (each question
+/// accepted or declined), since no client would otherwise ever end it.
 async fn settle_all(
     clients: &[Arc<ClientSpec>],
     history: &History,
+    mut draw: Draw,
     clock: Clock,
     settle: Duration,
 ) {
@@ -367,6 +452,8 @@ async fn settle_all(
                     .shown(&exchange)
                     .and_then(|shown| shown.status)
                     .is_some_and(TaskStatus::is_terminal);
+            let mut asked = BTreeMap::new();
+            note_questions(peer, &exchange, Some(&task), &mut asked);
             history.record(Op {
                 client,
                 identity: peer.identity().to_owned(),
@@ -374,6 +461,16 @@ async fn settle_all(
                 task_id: Some(task.clone()),
                 exchange,
             });
+            if let Some(questions) = asked.remove(&task) {
+                let exchange = peer.update(&task, answers(&questions, &mut draw)).await;
+                history.record(Op {
+                    client,
+                    identity: peer.identity().to_owned(),
+                    kind: OpKind::Update,
+                    task_id: Some(task.clone()),
+                    exchange,
+                });
+            }
             if !ended {
                 still.push((task, client));
             }
