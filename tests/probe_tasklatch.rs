@@ -99,27 +99,9 @@ fn tasklatch_over_stdio_has_no_findings_in_either_era() {
     );
     assert_eq!(checks_with(&report, Verdict::Risk), retried_call_risks());
     assert!(
-        questions_answered(&report) > 0,
+        support::probe_questions_answered(&report, "confirm") > 0,
         "no tasks/update answered a question"
     );
-}
-
-/// The 2026-07-28 workload's `tasks/update`s that answered a question the task asked
-/// (`confirm`), each acknowledged.
-fn questions_answered(report: &Report) -> usize {
-    report
-        .histories
-        .iter()
-        .filter(|history| history.era == "2026-07-28")
-        .flat_map(|history| &history.ops)
-        .filter(|op| op.kind == tasklatch::probe::workload::OpKind::Update)
-        .filter(|op| op.exchange.request.contains("\"confirm\":{\"action\""))
-        .filter(|op| {
-            op.exchange
-                .result()
-                .is_some_and(|result| result["resultType"] == "complete")
-        })
-        .count()
 }
 
 fn set(items: &[&str]) -> BTreeSet<String> {

@@ -1,8 +1,9 @@
 //! The probe against servers we did not write, installed from pinned lock files: the
 //! TypeScript SDK 1.32.2 task server (`tests/interop/ts/reference-server.mjs`: `McpServer`,
 //! `InMemoryTaskStore`, the SDK's stdio and Streamable HTTP transports, as its docs show)
-//! and the Python SDK 1.30.0 one (`tests/probe/python_sdk_server.py`: `enable_tasks()`,
-//! `run_task`). Each probe is rerun once with the same seed and its findings must recur:
+//! the Python SDK 1.30.0 one (`tests/probe/python_sdk_server.py`: `enable_tasks()`,
+//! `run_task`), and a 2026-07-28 one on the Rust SDK rmcp 3.11.0
+//! (`tests/probe/rmcp_server.rs`: its `TaskManager`). Each probe is rerun once with the same seed and its findings must recur:
 //! a finding is the server's behaviour, reproduced, not a flake of the probe (the same
 //! checks find nothing against tasklatch: tests/probe_tasklatch.rs).
 //!
@@ -295,4 +296,60 @@ fn assert_recurred(always: &BTreeSet<String>, recurred: &BTreeSet<String>) {
         missing.is_empty(),
         "findings that did not recur: {missing:?}"
     );
+}
+
+#[path = "probe/rmcp_server.rs"]
+mod rmcp_server;
+
+/// A 2026-07-28 task server on the Rust SDK rmcp 3.11.0 (`tests/probe/rmcp_server.rs`:
+/// its in-memory `TaskManager`, as its examples use it), over Streamable HTTP in this
+/// process, two identities, `--era auto` (rmcp 3.11 serves no 2025-11-25 tasks: that era
+/// is skipped). The SDK's `TaskManager` keys tasks by id alone, with no owner, so every
+/// caller that learns an id reads, answers and cancels the task (the extension: servers
+/// must authorize every task request); a `tasks/get` with a missing or non-string
+/// `taskId` fails its typed parse and falls through to `-32601` (the spec: `-32602`);
+/// malformed JSON is an HTTP 415 without a JSON-RPC body (the spec: `-32700`). The state
+/// contract otherwise holds under the workload (latch, one result, updates acknowledged,
+/// liveness).
+#[test]
+fn rust_sdk_task_server_over_http() {
+    let address = rmcp_server::start();
+    let mut config = Config::new(Target::Http {
+        url: format!("http://{address}/mcp"),
+        tokens: vec![
+            ("a".to_owned(), "token-a".to_owned()),
+            ("b".to_owned(), "token-b".to_owned()),
+        ],
+        start: None,
+    });
+    config.tool = Some("slow_compute".to_owned());
+    config.args = Some(serde_json::json!({ "seconds": 1 }));
+    config.input_tool = Some("confirm_delete".to_owned());
+    config.request_timeout = Duration::from_secs(3);
+    config.task_timeout = Duration::from_secs(20);
+    config.workload = Some(tasklatch::probe::workload::Workload {
+        budget: Duration::from_secs(3),
+        seed: 11,
+        clients_per_identity: 2,
+        kill: false,
+        durable: false,
+    });
+    let report = support::tokio_runtime()
+        .block_on(probe::run_with_reruns(&config, 1))
+        .expect("reached");
+    assert_eq!(report.eras, ["2026-07-28"]);
+    let expected = set(&[
+        "2026-07-28 hostile.foreign-identity.cancel",
+        "2026-07-28 hostile.foreign-identity.cancel-had-no-effect",
+        "2026-07-28 hostile.foreign-identity.get",
+        "2026-07-28 hostile.foreign-identity.update",
+        "2026-07-28 shapes.get.task-id-missing",
+        "2026-07-28 shapes.get.task-id-wrong-type",
+        "2026-07-28 shapes.jsonrpc.malformed-json",
+        "2026-07-28 workload.isolation",
+    ]);
+    assert_eq!(support::probe_checks(&report, Verdict::Fail), expected);
+    assert_recurred(&expected, &recurred(&report));
+    // The workload answered confirm_delete's questions by tasks/update, acknowledged.
+    assert!(support::probe_questions_answered(&report, "confirm") > 0);
 }

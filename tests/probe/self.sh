@@ -13,7 +13,8 @@ budget="${2:-10s}"
 work="$(mktemp -d)"
 port=$((20000 + RANDOM % 20000))
 trap 'rm -rf "$work"' EXIT
-common=(--tool export --args '{"delay_ms": 500}' --budget "$budget" --kill --durable)
+common=(--tool export --args '{"delay_ms": 500}' --input-tool export
+  --input-args '{"delay_ms": 300, "confirm": true}' --budget "$budget" --kill --durable)
 
 echo "-- stdio, killed during the workload"
 "$binary" probe "${common[@]}" --out "$work/stdio" \

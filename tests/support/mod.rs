@@ -398,3 +398,22 @@ pub fn probe_checks(
         .map(|check| format!("{} {}", check.era, check.check))
         .collect()
 }
+
+/// The 2026-07-28 workload's `tasks/update`s that answered a question the task asked
+/// (`key`, as in `{"confirm": {"action": …}}`) and were acknowledged.
+pub fn probe_questions_answered(report: &tasklatch::probe::Report, key: &str) -> usize {
+    let answer = format!("\"{key}\":{{\"action\"");
+    report
+        .histories
+        .iter()
+        .filter(|history| history.era == "2026-07-28")
+        .flat_map(|history| &history.ops)
+        .filter(|op| op.kind == tasklatch::probe::workload::OpKind::Update)
+        .filter(|op| op.exchange.request.contains(&answer))
+        .filter(|op| {
+            op.exchange
+                .result()
+                .is_some_and(|result| result["resultType"] == "complete")
+        })
+        .count()
+}
