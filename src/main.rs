@@ -835,6 +835,8 @@ mod mutants {
         }
         let mut plan = Plan::full(&scratch);
         plan.postgres_url = postgres;
+        // The probe column serves each mutant with this very binary.
+        plan.probe_server = std::env::current_exe().ok();
         if !mutants.is_empty() {
             match mutants
                 .iter()

@@ -1,10 +1,13 @@
 //! The kill matrix (`tasklatch mutants`) as a test: every engine against every named
 //! mutant and the unmutated build. It fails when an engine misses a mutant it must kill
 //! (the fixture: all; the simulation and proptest: every state, concurrency, expiry and
-//! tenancy mutant; loom: the version check and the terminal latches) or when any engine
-//! fails without a mutant.
+//! tenancy mutant; loom: the version check and the terminal latches; the probe, against
+//! `tasklatch serve` of this build: the eleven mutants a client can see) or when any
+//! engine fails without a mutant.
 //!
-//! One test only: the mutant selection is process-wide, so cells run one at a time.
+//! One test only: the mutant selection is process-wide, so cells run one at a time (the
+//! probe's cells, whose servers read `TASKLATCH_MUTANT` in their own processes, run five at
+//! a time first).
 
 mod support;
 
@@ -25,6 +28,10 @@ fn every_engine_kills_what_it_must_and_nothing_without_a_mutant() {
     let plan = Plan {
         #[cfg(feature = "postgres")]
         postgres_url: postgres.as_ref().map(|pg| pg.url.clone()),
+        // The probe column on the rows it must kill and the unmutated one (`tasklatch
+        // mutants` runs it on every row).
+        probe_server: Some(env!("CARGO_BIN_EXE_tasklatch").into()),
+        probe_required_only: true,
         ..Plan::full(&scratch)
     };
     let matrix = matrix::run(&plan, &mut |_, _, _| {});

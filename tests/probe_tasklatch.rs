@@ -174,6 +174,17 @@ fn a_server_that_cannot_start_is_unreachable_with_the_reason() {
         .block_on(probe::run(&config))
         .expect_err("nothing listens");
     assert!(error.0.contains("connecting to 127.0.0.1:1"), "{error}");
+    // A server the probe starts and that ends at once: its stderr says why.
+    let config = Config::new(Target::Http {
+        url: "http://127.0.0.1:1/mcp".to_owned(),
+        tokens: Vec::new(),
+        start: Some("sh -c 'echo tokens.json: no such file >&2; exit 3'".to_owned()),
+    });
+    let error = runtime()
+        .block_on(probe::run(&config))
+        .expect_err("the server ends");
+    assert!(error.0.contains("exited"), "{error}");
+    assert!(error.0.contains("tokens.json: no such file"), "{error}");
 }
 
 fn kill_config(target: Target) -> Config {

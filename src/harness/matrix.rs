@@ -33,16 +33,22 @@ pub enum Engine {
     Proptest,
     /// Every loom model.
     Loom,
+    /// The black-box probe (`tasklatch probe`) against `tasklatch serve` of this build
+    /// with the mutant named in `TASKLATCH_MUTANT`, on SQLite: over stdio, then over HTTP
+    /// with two identities. Only when the plan names the server binary
+    /// ([`Plan::probe_server`]).
+    Probe,
 }
 
 impl Engine {
     /// Every engine, in column order.
-    pub const ALL: [Engine; 5] = [
+    pub const ALL: [Engine; 6] = [
         Engine::Fixture,
         Engine::Conformance,
         Engine::Simulation,
         Engine::Proptest,
         Engine::Loom,
+        Engine::Probe,
     ];
 
     /// The engine's name (`fixture`, `conformance`, …), as columns and `--engine` name it.
@@ -53,6 +59,7 @@ impl Engine {
             Engine::Simulation => "simulation",
             Engine::Proptest => "proptest",
             Engine::Loom => "loom",
+            Engine::Probe => "probe",
         }
     }
 
@@ -63,6 +70,7 @@ impl Engine {
             Engine::Conformance => false,
             Engine::Simulation | Engine::Proptest => mutant.concerns_state(),
             Engine::Loom => mutant.concerns_interleaving(),
+            Engine::Probe => mutant.seen_on_the_wire(),
         }
     }
 
@@ -74,6 +82,7 @@ impl Engine {
             Engine::Simulation => "seeds",
             Engine::Proptest => "cases",
             Engine::Loom => "interleavings",
+            Engine::Probe => "runs",
         }
     }
 }
@@ -90,10 +99,16 @@ pub struct Cell {
     pub elapsed: Duration,
     /// The first failure, in one line (empty when it survived).
     pub detail: String,
+    /// The plan left this cell out ([`Plan::probe_required_only`]): neither killed nor
+    /// survived.
+    pub skipped: bool,
 }
 
 impl Cell {
     fn text(&self, engine: Engine) -> String {
+        if self.skipped {
+            return "not run".to_owned();
+        }
         let verdict = if self.killed { "killed" } else { "survived" };
         format!(
             "{verdict} {} {} {:.2}s",
@@ -167,13 +182,20 @@ pub struct Plan {
     /// A PostgreSQL server for the conformance engine too (feature `postgres`): each
     /// store it opens is a fresh schema `tl_matrix_<pid>_<n>`, dropped after use.
     pub postgres_url: Option<String>,
+    /// The `tasklatch` binary of this build (feature `mutants`) the probe column serves
+    /// each mutant with; `None`: no probe column.
+    pub probe_server: Option<std::path::PathBuf>,
+    /// Probe only the unmutated build and the mutants the probe must kill (the rest read
+    /// `not run`): what a test needs, in half the time.
+    pub probe_required_only: bool,
 }
 
 impl Plan {
     /// `engine`'s columns, each with the store it drives (none for the fixture and loom).
     fn columns(&self, engine: Engine) -> Vec<(Column, Option<Box<dyn StoreFactory>>)> {
         let stores = match engine {
-            Engine::Fixture | Engine::Loom => {
+            Engine::Probe if self.probe_server.is_none() => return Vec::new(),
+            Engine::Fixture | Engine::Loom | Engine::Probe => {
                 return vec![(
                     Column {
                         engine,
@@ -236,19 +258,38 @@ impl Plan {
             engines: Engine::ALL.to_vec(),
             scratch: scratch.into(),
             postgres_url: None,
+            probe_server: None,
+            probe_required_only: false,
         }
     }
 }
 
 /// Runs the plan, one cell at a time (engines share the process-wide mutant selection),
-/// calling `progress` after each cell.
+/// calling `progress` after each cell. The probe's cells come first, a few side by side:
+/// each serves its mutant in a process of its own, and spends its time waiting on it.
 pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str, &Column, &Cell)) -> Matrix {
+    let mut probed = match (&plan.probe_server, plan.engines.contains(&Engine::Probe)) {
+        (Some(server), true) => {
+            let wanted: Vec<bool> = plan
+                .mutants
+                .iter()
+                .map(|mutant| {
+                    !plan.probe_required_only
+                        || mutant.is_none_or(|mutant| Engine::Probe.must_kill(mutant))
+                })
+                .collect();
+            probe::cells(server, &plan.mutants, &wanted, &plan.scratch)
+        }
+        _ => Vec::new(),
+    }
+    .into_iter();
     // Engines report failures as panics caught here; their default printout would bury
     // the matrix under thousands of expected backtraces.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let mut rows = Vec::new();
     for mutant in &plan.mutants {
+        let mut probe_cell = probed.next();
         select(*mutant);
         let mut row = Row {
             mutant: *mutant,
@@ -256,6 +297,12 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str, &Column, &Cell)) -> Matri
         };
         for engine in &plan.engines {
             for (column, factory) in plan.columns(*engine) {
+                if *engine == Engine::Probe {
+                    let cell = probe_cell.take().expect("a probe cell per row");
+                    progress(row.label(), &column, &cell);
+                    row.cells.push((column, cell));
+                    continue;
+                }
                 let started = Instant::now();
                 let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     run_engine(*engine, factory.as_deref())
@@ -269,6 +316,7 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str, &Column, &Cell)) -> Matri
                     spent,
                     elapsed: started.elapsed(),
                     detail,
+                    skipped: false,
                 };
                 progress(row.label(), &column, &cell);
                 row.cells.push((column, cell));
@@ -297,6 +345,7 @@ fn run_engine(engine: Engine, store: Option<&dyn StoreFactory>) -> (bool, u64, S
         (Engine::Conformance, Some(store)) => conformance_engine(store),
         (Engine::Simulation, Some(store)) => simulation_engine(store),
         (Engine::Proptest, Some(store)) => proptest_engine(store),
+        (Engine::Probe, _) => unreachable!("the probe's cells run apart"),
         (engine, None) => unreachable!("{} drives a store", engine.name()),
     }
 }
@@ -489,5 +538,232 @@ impl Matrix {
             }
         }
         out
+    }
+}
+
+/// The probe column: `tasklatch probe` against `tasklatch serve` with each row's mutant.
+mod probe {
+    use super::Cell;
+    use crate::mutants::Mutant;
+    use crate::probe::workload::Workload;
+    use crate::probe::{self, Config, Target};
+    use std::path::Path;
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    /// Probe cells run side by side at most (they wait on their servers, mostly; more
+    /// would make a 2-core machine's timing the finding).
+    const CELLS_PARALLEL_MAX: usize = 5;
+
+    /// One cell per row of `mutants`, in order; a row not `wanted` is skipped.
+    pub fn cells(
+        server: &Path,
+        mutants: &[Option<Mutant>],
+        wanted: &[bool],
+        scratch: &Path,
+    ) -> Vec<Cell> {
+        let next = Mutex::new(0usize);
+        let cells: Mutex<Vec<Option<Cell>>> = Mutex::new(vec![None; mutants.len()]);
+        std::thread::scope(|scope| {
+            for _ in 0..CELLS_PARALLEL_MAX.min(mutants.len()) {
+                scope.spawn(|| {
+                    loop {
+                        let index = {
+                            let mut next = next.lock().unwrap_or_else(|e| e.into_inner());
+                            let index = *next;
+                            *next += 1;
+                            index
+                        };
+                        let Some(mutant) = mutants.get(index) else {
+                            return;
+                        };
+                        let cell = if wanted[index] {
+                            let dir = scratch.join(format!("probe-{index}"));
+                            let cell = cell(server, *mutant, &dir);
+                            let _ = std::fs::remove_dir_all(&dir);
+                            cell
+                        } else {
+                            Cell {
+                                killed: false,
+                                spent: 0,
+                                elapsed: Duration::ZERO,
+                                detail: String::new(),
+                                skipped: true,
+                            }
+                        };
+                        cells.lock().unwrap_or_else(|e| e.into_inner())[index] = Some(cell);
+                    }
+                });
+            }
+        });
+        cells
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .into_iter()
+            .map(|cell| cell.expect("every row probed"))
+            .collect()
+    }
+
+    /// `env` arguments that run `server` with `mutant` (or none) selected.
+    fn with_mutant(mutant: Option<Mutant>, server: &Path) -> Vec<String> {
+        let mut args = match mutant {
+            Some(mutant) => vec![format!("TASKLATCH_MUTANT={}", mutant.name())],
+            None => vec!["-u".to_owned(), "TASKLATCH_MUTANT".to_owned()],
+        };
+        args.push(server.display().to_string());
+        args
+    }
+
+    /// The probe's settings for a cell: a short workload (2 s per era, one client per
+    /// identity, seed 1), the `export` tool (and, in 2026-07-28, its confirming variant),
+    /// timeouts generous enough for five cells at once on two cores. An export takes
+    /// 1.5 s, longer than the shortest TTL `serve` grants (1 s): the expiry check's cancel
+    /// then reaches a task that expired while it ran.
+    fn config(target: Target) -> Config {
+        let mut config = Config::new(target);
+        config.tool = Some("export".to_owned());
+        config.args = Some(serde_json::json!({ "delay_ms": 1_500 }));
+        config.input_tool = Some("export".to_owned());
+        config.input_args = Some(serde_json::json!({ "delay_ms": 100, "confirm": true }));
+        config.request_timeout = Duration::from_secs(5);
+        config.task_timeout = Duration::from_secs(5);
+        config.expiry_wait = Duration::from_secs(3);
+        config.workload = Some(Workload {
+            budget: Duration::from_secs(2),
+            seed: 1,
+            clients_per_identity: 1,
+            kill: false,
+            durable: false,
+        });
+        config
+    }
+
+    fn cell(server: &Path, mutant: Option<Mutant>, dir: &Path) -> Cell {
+        let started = Instant::now();
+        let runtime = match tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(error) => return failed_to_run(started, format!("a tokio runtime: {error}")),
+        };
+        if let Err(error) = std::fs::create_dir_all(dir) {
+            return failed_to_run(started, format!("{}: {error}", dir.display()));
+        }
+        let store = |name: &str| format!("sqlite:{}", dir.join(name).display());
+        let exports = |name: &str| dir.join(name).display().to_string();
+        // Exports sleep: workers are cheap, and the liveness phase wants every task done.
+        let mut stdio = with_mutant(mutant, server);
+        stdio.extend(
+            [
+                "serve",
+                "--workers",
+                "32",
+                "--stdio",
+                "--store",
+                &store("stdio.db"),
+                "--exports",
+                &exports("stdio-exports"),
+            ]
+            .map(str::to_owned),
+        );
+        let tokens = dir.join("tokens.json");
+        let written = std::fs::write(
+            &tokens,
+            r#"{"tokens": {"matrix-token-a": "tenant-a/a", "matrix-token-b": "tenant-b/b"}}"#,
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .map(|address| address.port());
+        let (Ok(()), Ok(port)) = (written, port) else {
+            return failed_to_run(started, "a tokens file and a free port".to_owned());
+        };
+        let mut http = with_mutant(mutant, server);
+        http.extend(
+            [
+                "serve",
+                "--workers",
+                "32",
+                "--http",
+                &format!("127.0.0.1:{port}"),
+                "--tokens",
+                &tokens.display().to_string(),
+                "--store",
+                &store("http.db"),
+                "--exports",
+                &exports("http-exports"),
+            ]
+            .map(str::to_owned),
+        );
+        let quoted: Vec<String> = http
+            .iter()
+            .map(|arg| format!("'{}'", arg.replace('\'', r"'\''")))
+            .collect();
+        let targets = [
+            Target::Stdio {
+                program: "env".to_owned(),
+                args: stdio,
+            },
+            Target::Http {
+                url: format!("http://127.0.0.1:{port}/mcp"),
+                tokens: vec![
+                    ("a".to_owned(), "matrix-token-a".to_owned()),
+                    ("b".to_owned(), "matrix-token-b".to_owned()),
+                ],
+                start: Some(format!("env {}", quoted.join(" "))),
+            },
+        ];
+        let mut runs = 0;
+        for target in targets {
+            runs += 1;
+            let what = match &target {
+                Target::Stdio { .. } => "stdio",
+                Target::Http { .. } => "http",
+            };
+            match runtime.block_on(probe::run(&config(target))) {
+                Ok(report) => {
+                    if let Some(finding) = report.findings().next() {
+                        return Cell {
+                            killed: true,
+                            spent: runs,
+                            elapsed: started.elapsed(),
+                            detail: format!(
+                                "{what} {} {}: {}",
+                                finding.era, finding.check, finding.detail
+                            ),
+                            skipped: false,
+                        };
+                    }
+                }
+                Err(error) => {
+                    return Cell {
+                        killed: true,
+                        spent: runs,
+                        elapsed: started.elapsed(),
+                        detail: format!("{what}: the server could not be probed: {error}"),
+                        skipped: false,
+                    };
+                }
+            }
+        }
+        Cell {
+            killed: false,
+            spent: runs,
+            elapsed: started.elapsed(),
+            detail: String::new(),
+            skipped: false,
+        }
+    }
+
+    /// A cell that could not run: reported as a kill, so the unmutated row shows it.
+    fn failed_to_run(started: Instant, what: String) -> Cell {
+        Cell {
+            killed: true,
+            spent: 0,
+            elapsed: started.elapsed(),
+            detail: format!("the probe could not run: {what}"),
+            skipped: false,
+        }
     }
 }

@@ -190,6 +190,32 @@ impl Mutant {
         )
     }
 
+    /// Whether the black-box probe must kill it: a defect a client of `tasklatch serve` can
+    /// see on the wire. The others cannot be seen there: `serve` always declares
+    /// `tasks.requests.tools.call` and `tasks.cancel` (the capability mutants' requests
+    /// never arise); the version check and the cancelled latch each hide the other's
+    /// removal unless two deliveries of one task interleave, which the wire cannot time;
+    /// a stale claim, a sweep over its batch and an id collision happen inside the server;
+    /// and a dropped `data`, a kept status message, a dropped poll interval, timestamps
+    /// and TTLs cut to whole seconds and a cursor on an exactly full last page are all
+    /// answers the spec allows (or tools `serve` lacks would show).
+    pub fn seen_on_the_wire(self) -> bool {
+        matches!(
+            self,
+            Mutant::RequiredSyncAccepted
+                | Mutant::ForbiddenTaskAccepted
+                | Mutant::IdempotencyUnbound
+                | Mutant::CompletedRewritable
+                | Mutant::TransitionTenantUnchecked
+                | Mutant::TransitionExpiryUnchecked
+                | Mutant::ReadTenantUnchecked
+                | Mutant::ListWithoutCapability
+                | Mutant::ListUnfiltered
+                | Mutant::ReplayErrs
+                | Mutant::InputResponsesDropped
+        )
+    }
+
     /// Whether loom's models must kill it: the version check and the terminal latch.
     pub fn concerns_interleaving(self) -> bool {
         matches!(

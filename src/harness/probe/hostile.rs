@@ -591,35 +591,51 @@ async fn expired_stays_gone(context: &Context<'_>, out: &mut Outcomes) {
         }
     };
     // Read through expiry and past the end of the work: once the task reads as gone, no
-    // later read (a late completion write, say) may bring it back.
-    let reads = read_for(
-        peer,
-        &view.task_id,
-        ttl_ms + work_window_ms(context) + 1_000,
-    )
-    .await;
+    // later read (a late completion write, say) may bring it back. The moment it first
+    // reads gone (before a sweep may delete it) it is also cancelled: an expired task is
+    // unknown to a write as to a read.
+    let duration_ms = ttl_ms + work_window_ms(context) + 1_000;
+    let mut reads = Vec::new();
+    let mut cancel = None;
     let mut gone_at = None;
     let mut problem = None;
-    for (index, read) in reads.iter().enumerate() {
+    for index in 0..duration_ms.div_ceil(READ_EVERY_MS).max(1) as usize {
+        let read = peer.get(&view.task_id).await;
         let gone = read.error_code() == Some(code::INVALID_PARAMS);
         match (gone, gone_at) {
-            (true, None) => gone_at = Some(index),
-            (false, Some(at)) if peer.shown(read).is_some() => {
+            (true, None) => {
+                gone_at = Some(index);
+                if context.opened.facts.cancel() {
+                    let answer = peer.cancel(&view.task_id).await;
+                    if peer.shown(&answer).is_some() {
+                        problem.get_or_insert(
+                            "read as gone, then a tasks/cancel of it was applied and answered \
+                             with the task: an expired task written to"
+                                .to_owned(),
+                        );
+                    }
+                    cancel = Some(answer);
+                }
+            }
+            (false, Some(at)) if peer.shown(&read).is_some() => {
                 problem.get_or_insert(format!(
                     "read as gone (read {at}), then shown again (read {index}): revived"
                 ));
             }
             _ => {}
         }
+        reads.push(read);
+        tokio::time::sleep(Duration::from_millis(READ_EVERY_MS)).await;
     }
     let mut evidence = vec![&create];
     if let Some(at) = gone_at {
         evidence.push(&reads[at]);
     }
+    evidence.extend(cancel.as_ref());
     evidence.extend(reads.last());
     match (problem, gone_at) {
         (Some(problem), _) => out.add(CHECK, Level::Must, Verdict::Fail, problem, &evidence),
-        (None, Some(_)) => out.add(CHECK, Level::Must, Verdict::Pass, format!("granted ttl {ttl_ms} ms; gone after it, and stayed gone"), &evidence),
+        (None, Some(_)) => out.add(CHECK, Level::Must, Verdict::Pass, format!("granted ttl {ttl_ms} ms; gone after it, a cancel refused, and stayed gone"), &evidence),
         (None, None) => out.add(
             CHECK,
             Level::Must,
@@ -682,6 +698,18 @@ async fn retried_call(context: &Context<'_>, out: &mut Outcomes) {
     let keyed = peer.create_with_meta(&tool, &arguments, meta.clone()).await;
     let replay = peer.create_with_meta(&tool, &arguments, meta.clone()).await;
     match (ids(&keyed), ids(&replay)) {
+        // A server without the key would have made a second task; failing the very request
+        // that just succeeded is the key's replay going wrong.
+        (Some(a), None) => out.add(
+            "hostile.idempotency-key.bound-to-request",
+            Level::Must,
+            Verdict::Fail,
+            format!(
+                "the keyed call created task {a}, and its identical retry (same \
+                 _meta[\"{IDEMPOTENCY_META}\"]) failed instead of replaying it"
+            ),
+            &[&keyed, &replay],
+        ),
         (Some(a), Some(b)) if a == b => {
             let altered = altered_arguments(&arguments);
             let reused = peer.create_with_meta(&tool, &altered, meta).await;

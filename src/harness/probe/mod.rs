@@ -35,6 +35,7 @@
 pub mod hostile;
 pub mod oracle;
 pub mod peer;
+pub mod progress;
 pub mod render;
 pub mod shapes;
 pub mod swimlane;
@@ -384,6 +385,8 @@ pub async fn open(
 /// Runs the probe. `Err` is a target that cannot be reached or initialized (exit 2).
 pub async fn run(config: &Config) -> Result<Report, Unreachable> {
     let clock = Clock::start();
+    let progress = progress::Progress::new(config.progress);
+    progress.phase(0.0, "probe", "connecting");
     let connections = connect(&config.target, clock).await?;
     let first = connections.identities[0].clone();
     let candidates = match config.era {
@@ -448,15 +451,7 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
             config,
             clock,
         };
-        let say = |what: &str| {
-            if config.progress {
-                eprintln!(
-                    "[{:>6.1} s] {}: {what}",
-                    clock.now_ms() as f64 / 1000.0,
-                    era_name(era)
-                );
-            }
-        };
+        let say = |what: &str| progress.phase(clock.now_ms() as f64 / 1000.0, era_name(era), what);
         say("phase 1, shapes");
         report.checks.extend(shapes::run(&context).await);
         say("phase 2, hostile cases");
@@ -470,7 +465,7 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
                 workload.seed
             ));
             let (checks, history) =
-                run_workload(&context, workload, connections.owned.clone()).await;
+                run_workload(&context, workload, connections.owned.clone(), &progress).await;
             report.checks.extend(checks);
             report.histories.push(history);
             report.checks.extend(
@@ -535,6 +530,7 @@ async fn run_workload(
     context: &shapes::Context<'_>,
     workload: &workload::Workload,
     owned: Option<Owned>,
+    progress: &progress::Progress,
 ) -> (Vec<CheckOutcome>, EraHistory) {
     let era = context.opened.peer.era;
     let tool = match shapes::chosen_tool(context) {
@@ -588,7 +584,7 @@ async fn run_workload(
         owned,
         context.clock,
         context.config.task_timeout,
-        context.config.progress,
+        progress,
     )
     .await;
     let ops = history.ops();

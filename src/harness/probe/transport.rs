@@ -249,14 +249,19 @@ impl OwnedHttp {
     }
 
     async fn launch(&self) -> Result<(), Unreachable> {
-        let child = Command::new("sh")
+        let mut child = Command::new("sh")
             .args(["-c", &format!("exec {}", self.command)])
             .stdin(Piped::null())
             .stdout(Piped::null())
-            .stderr(Piped::null())
+            .stderr(Piped::piped())
             .kill_on_drop(true)
             .spawn()
             .map_err(|error| Unreachable(format!("--start {:?}: {error}", self.command)))?;
+        // Kept to say why a server that will not start did not.
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        if let Some(pipe) = child.stderr.take() {
+            tokio::spawn(keep_stderr(pipe, stderr.clone()));
+        }
         *self.child.lock().await = Some(child);
         let started = Instant::now();
         loop {
@@ -269,9 +274,18 @@ impl OwnedHttp {
             if let Some(child) = self.child.lock().await.as_mut()
                 && let Ok(Some(status)) = child.try_wait()
             {
+                // Let the reader take what the process wrote before it ended.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let tail = lock(&stderr).join("\n  ");
                 return Err(Unreachable(format!(
-                    "--start {:?} exited ({status}) before {} accepted connections",
-                    self.command, self.authority
+                    "--start {:?} exited ({status}) before {} accepted connections{}",
+                    self.command,
+                    self.authority,
+                    if tail.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; its stderr ends:\n  {tail}")
+                    }
                 )));
             }
             if started.elapsed() > self.ready_timeout {

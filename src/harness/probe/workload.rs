@@ -172,35 +172,35 @@ pub struct ClientSpec {
 }
 
 /// Runs the clients for the budget, then the liveness phase (`settle`: how long every task
-/// may take to end), with a line on stderr every 10 s when `progress`. Returns the history.
+/// may take to end), reporting to `progress` as it goes. Returns the history.
 pub async fn run(
     clients: Vec<ClientSpec>,
     workload: &Workload,
     owned: Option<Owned>,
     clock: Clock,
     settle: Duration,
-    progress: bool,
+    progress: &super::progress::Progress,
 ) -> Arc<History> {
     let history = Arc::new(History::default());
     let start_ms = clock.now_ms();
     let deadline_ms = start_ms + workload.budget.as_millis() as u64;
     let mut handles = Vec::new();
     let clients: Vec<Arc<ClientSpec>> = clients.into_iter().map(Arc::new).collect();
-    if progress {
-        let history = history.clone();
-        handles.push(tokio::spawn(async move {
-            while clock.now_ms() + 10_000 < deadline_ms {
-                tokio::time::sleep(Duration::from_secs(10)).await;
-                eprintln!(
-                    "[{:>6.1} s] workload: {} operations, {} tasks, {} kill(s)",
-                    clock.now_ms() as f64 / 1000.0,
-                    lock(&history.ops).len(),
-                    lock(&history.owned).len(),
-                    lock(&history.kills).len()
-                );
-            }
-        }));
-    }
+    // The display ticks apart from the clients: a bar on a terminal, lines elsewhere.
+    let tick = |history: &History| {
+        let now_ms = clock.now_ms();
+        progress.workload(
+            now_ms as f64 / 1000.0,
+            now_ms.saturating_sub(start_ms),
+            deadline_ms - start_ms,
+            &format!(
+                "{} operations, {} tasks, {} kill(s)",
+                lock(&history.ops).len(),
+                lock(&history.owned).len(),
+                lock(&history.kills).len()
+            ),
+        );
+    };
     if let (true, Some(owned)) = (workload.kill, owned) {
         // One peer per identity re-opens the era after each restart.
         let mut reopen: Vec<Arc<Peer>> = Vec::new();
@@ -226,8 +226,22 @@ pub async fn run(
             client_loop(index, &client, draw, &history, clock, deadline_ms).await;
         }));
     }
-    for handle in handles {
-        let _ = handle.await;
+    let every = progress.every();
+    let is_bar = progress.is_bar();
+    let mut all = futures_util::future::join_all(handles);
+    if is_bar {
+        tick(&history);
+    }
+    loop {
+        tokio::select! {
+            _ = &mut all => break,
+            _ = tokio::time::sleep(every) => {
+                // Lines: one per 10 s while the budget runs; the bar: always.
+                if is_bar || clock.now_ms() <= deadline_ms {
+                    tick(&history);
+                }
+            }
+        }
     }
     let draw = Draw::new(workload.seed, u64::MAX - 1);
     settle_all(&clients, &history, draw, clock, settle).await;
