@@ -940,6 +940,11 @@ mod probing {
         /// Its arguments, laid over the sampled ones as with --args.
         #[arg(long, value_name = "JSON", requires = "input_tool")]
         input_args: Option<String>,
+        /// Where a task's side effect shows, `{taskId}` standing for its id (e.g.
+        /// `exports/{taskId}.json`): cancels aimed at the completion moment, and a task
+        /// that ends cancelled with its effect present is a finding.
+        #[arg(long, value_name = "TEMPLATE")]
+        effect_path: Option<String>,
         /// How long one request may wait for its answer.
         #[arg(long, default_value = "10s")]
         request_timeout: String,
@@ -953,8 +958,8 @@ mod probing {
         /// Phase 3: how long the clients issue operations, per era (`0` skips the workload).
         #[arg(long, default_value = "10s")]
         budget: String,
-        /// The seed of the workload's choices (default: drawn, and printed in the rerun
-        /// command).
+        /// The seed of the workload's choices and of the aimed cancels (default: drawn, and
+        /// printed in the rerun command).
         #[arg(long)]
         seed: Option<u64>,
         /// Workload clients per identity.
@@ -1069,6 +1074,15 @@ mod probing {
         config.args = json_object("--args", args.args.as_deref())?;
         config.input_tool = args.input_tool.clone();
         config.input_args = json_object("--input-args", args.input_args.as_deref())?;
+        config.effect_path = args.effect_path.clone();
+        if let Some(template) = &config.effect_path
+            && !template.contains("{taskId}")
+        {
+            return Err(format!(
+                "--effect-path {template:?}: must contain {{taskId}}, where the task's id goes"
+            ));
+        }
+        config.seed = args.seed.unwrap_or_else(drawn_seed);
         config.request_timeout = parse_budget(&args.request_timeout)
             .map_err(|error| format!("--request-timeout {error}"))?;
         config.task_timeout =
@@ -1082,7 +1096,7 @@ mod probing {
         if !budget.is_zero() {
             config.workload = Some(Workload {
                 budget,
-                seed: args.seed.unwrap_or_else(drawn_seed),
+                seed: config.seed,
                 clients_per_identity: args.clients,
                 kill: args.kill,
                 durable: args.durable,
@@ -1113,16 +1127,15 @@ mod probing {
     /// The command line that reruns this probe with the same workload seed.
     fn rerun_line(config: &Config) -> String {
         let mut args: Vec<String> = std::env::args().collect();
-        if let Some(workload) = &config.workload
-            && !args
-                .iter()
-                .any(|arg| arg == "--seed" || arg.starts_with("--seed="))
+        if !args
+            .iter()
+            .any(|arg| arg == "--seed" || arg.starts_with("--seed="))
         {
             let at = args
                 .iter()
                 .position(|arg| arg == "--")
                 .unwrap_or(args.len());
-            args.insert(at, workload.seed.to_string());
+            args.insert(at, config.seed.to_string());
             args.insert(at, "--seed".to_owned());
         }
         render::shell_line(&args)

@@ -115,6 +115,36 @@ fn every_hostile_check_fails_on_its_defect() {
         .unwrap()
         .extend(names_failed(&http, "workload."));
 
+    // Effects the probe can see: a cancelled task's work still writes its file.
+    let effects = support::Scratch::new("probe-effects");
+    let (server, port) = support::spawn_listening(std::process::Command::new("python3").args([
+        script,
+        "http-effects",
+        &effects.path.display().to_string(),
+    ]));
+    config.target = Target::Http {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        tokens: Vec::new(),
+        start: None,
+    };
+    config.workload = None;
+    config.effect_path = Some(format!("{}/{{taskId}}.json", effects.path.display()));
+    let with_effects = runtime()
+        .block_on(probe::run(&config))
+        .expect("http-effects mode reached");
+    drop(server);
+    let effect_findings: BTreeSet<String> = checks_with(&with_effects, Verdict::Fail)
+        .into_iter()
+        .filter(|name| name.ends_with("hostile.cancelled-without-effect"))
+        .collect();
+    assert_eq!(
+        effect_findings,
+        BTreeSet::from([
+            "2025-11-25 hostile.cancelled-without-effect".to_owned(),
+            "2026-07-28 hostile.cancelled-without-effect".to_owned(),
+        ])
+    );
+
     let hostile = |set: BTreeSet<String>| -> BTreeSet<String> {
         set.into_iter()
             .filter(|name| name.contains(" hostile."))
@@ -122,7 +152,7 @@ fn every_hostile_check_fails_on_its_defect() {
     };
     let mut seen = BTreeSet::new();
     let mut caught = BTreeSet::new();
-    for report in [&stdio, &http] {
+    for report in [&stdio, &http, &with_effects] {
         for verdict in [
             Verdict::Pass,
             Verdict::Fail,

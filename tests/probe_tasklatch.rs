@@ -78,11 +78,14 @@ fn tasklatch_over_stdio_has_no_findings_in_either_era() {
     assert_eq!(report.eras, ["2025-11-25", "2026-07-28"]);
     assert_no_findings(&report);
     // stdio cannot tell callers apart: tasks.list is not offered and there is no second
-    // identity; 2026-07-28 grants a TTL of an hour (clients cannot ask for less).
+    // identity; 2026-07-28 grants a TTL of an hour (clients cannot ask for less); no
+    // --effect-path (tasklatch still publishes an export before its completion is decided,
+    // which the aimed cancels can catch: issue 18).
     assert_eq!(
         checks_with(&report, Verdict::NotApplicable),
         set(&[
             "2025-11-25 hostile.cancel-served-undeclared",
+            "2025-11-25 hostile.cancelled-without-effect",
             "2025-11-25 hostile.foreign-identity.cancel",
             "2025-11-25 hostile.foreign-identity.get",
             "2025-11-25 hostile.foreign-identity.list",
@@ -91,6 +94,7 @@ fn tasklatch_over_stdio_has_no_findings_in_either_era() {
             "2025-11-25 shapes.list.bad-cursor",
             "2025-11-25 shapes.list.page-shape",
             "2025-11-25 shapes.list.reaches-own-task",
+            "2026-07-28 hostile.cancelled-without-effect",
             "2026-07-28 hostile.expired-stays-gone",
             "2026-07-28 hostile.foreign-identity.cancel",
             "2026-07-28 hostile.foreign-identity.get",
@@ -145,9 +149,11 @@ fn tasklatch_over_http_has_no_findings_in_either_era() {
         checks_with(&report, Verdict::NotApplicable),
         set(&[
             "2025-11-25 hostile.cancel-served-undeclared",
+            "2025-11-25 hostile.cancelled-without-effect",
             "2025-11-25 hostile.list-served-undeclared",
             "2025-11-25 hostile.task-param-without-capability",
             "2025-11-25 process.stayed-up",
+            "2026-07-28 hostile.cancelled-without-effect",
             "2026-07-28 hostile.expired-stays-gone",
             "2026-07-28 process.stayed-up",
         ])

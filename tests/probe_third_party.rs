@@ -1,11 +1,12 @@
-//! The probe against servers we did not write, installed from pinned lock files: the
-//! TypeScript SDK 1.32.2 task server (`tests/interop/ts/reference-server.mjs`: `McpServer`,
-//! `InMemoryTaskStore`, the SDK's stdio and Streamable HTTP transports, as its docs show)
-//! the Python SDK 1.30.0 one (`tests/probe/python_sdk_server.py`: `enable_tasks()`,
-//! `run_task`), and a 2026-07-28 one on the Rust SDK rmcp 3.11.0
-//! (`tests/probe/rmcp_server.rs`: its `TaskManager`). Each probe is rerun once with the same seed and its findings must recur:
-//! a finding is the server's behaviour, reproduced, not a flake of the probe (the same
-//! checks find nothing against tasklatch: tests/probe_tasklatch.rs).
+//! The probe against servers we did not write: the TypeScript SDK 1.32.2 task server
+//! (`tests/interop/ts/reference-server.mjs`: `McpServer`, `InMemoryTaskStore`, the SDK's
+//! stdio and Streamable HTTP transports, as its docs show) and the Python SDK 1.30.0 one
+//! (`tests/probe/python_sdk_server.py`: `enable_tasks()`, `run_task`), both installed
+//! from pinned lock files, and a 2026-07-28 one on the Rust SDK rmcp 3.11.0
+//! (`tests/probe/rmcp_server.rs`: its `TaskManager`; a dev-dependency). Each probe is
+//! rerun once with the same seed and its findings must recur: a finding is the server's
+//! behaviour, reproduced, not a flake of the probe (the same checks find nothing against
+//! tasklatch: tests/probe_tasklatch.rs).
 //!
 //! Environment variables read here:
 //! - `TASKLATCH_REQUIRE_INTEROP=1` — fail, instead of skipping loudly, when an SDK is not

@@ -36,11 +36,18 @@ contract is not. Two modes:
     a tasks/get of such a task hangs for 5 s         -> workload.every-request-answered
     a tasks/update answering a question never asked
       is refused (the spec: ignored)                 -> workload.updates-acknowledged
+
+  hostile_server.py http-effects DIR   as `http`, except that a cancel holds on the wire,
+                                       and:
+    every task's work writes DIR/<task id>.json when
+      it is done, cancelled or not                   -> hostile.cancelled-without-effect
 """
 
 import http.server
 import json
+import os
 import sys
+import threading
 import time
 import uuid
 
@@ -50,6 +57,7 @@ KEY_META = "dev.tasklatch/idempotency-key"
 ENVELOPE_VERSION = "io.modelcontextprotocol/protocolVersion"
 RELATED = "io.modelcontextprotocol/related-task"
 MODE = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+EFFECTS = sys.argv[2] if MODE == "http-effects" else None
 tasks = {}
 keys = {}
 creates = []
@@ -71,6 +79,8 @@ def status_of(task):
     if task.get("stuck"):
         return "working"
     elapsed = time.monotonic() - task["started"]
+    if MODE == "http-effects" and task["status"] == "cancelled":
+        return "cancelled"
     # The work does not look at the cancel: once it is done, it overwrites it.
     if elapsed > TASK_SECONDS:
         return "completed"
@@ -122,6 +132,10 @@ def create(owner, params, modern):
     creates.append(task_id)
     if key is not None:
         keys[key] = task_id
+    if EFFECTS is not None:
+        # The work performs its effect when done, whether or not its task was cancelled.
+        path = os.path.join(EFFECTS, task_id + ".json")
+        threading.Timer(TASK_SECONDS, lambda: open(path, "w").write("{}")).start()
     return task_id
 
 

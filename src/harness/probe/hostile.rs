@@ -29,6 +29,7 @@ pub async fn run(context: &Context<'_>) -> Vec<super::CheckOutcome> {
     }
     foreign_identity(context, &mut out).await;
     cancelled_never_completes(context, &mut out).await;
+    cancel_at_completion(context, &mut out).await;
     terminal_never_changes(context, &mut out).await;
     expired_stays_gone(context, &mut out).await;
     retried_call(context, &mut out).await;
@@ -369,6 +370,124 @@ async fn foreign_identity(context: &Context<'_>, out: &mut Outcomes) {
             );
         }
     }
+}
+
+/// Rounds of [`cancel_at_completion`] at most, and the time they may take in all.
+const AIMED_ROUNDS_MAX: u64 = 100;
+const AIMED_ROUNDS_MS_MAX: u64 = 30_000;
+
+/// Cancels aimed at the moment a task completes, with its effect observed
+/// ([`super::Config::effect_path`]): a task that ends cancelled must not have performed
+/// its effect. One task is run to the end to learn how long the tool takes; then each
+/// round creates a task, cancels it at a seeded point of 90–110 % of that time, waits for
+/// its end and looks for its effect.
+async fn cancel_at_completion(context: &Context<'_>, out: &mut Outcomes) {
+    const CHECK: &str = "hostile.cancelled-without-effect";
+    let peer = &context.opened.peer;
+    let Some(template) = &context.config.effect_path else {
+        out.not_applicable(
+            CHECK,
+            Level::Must,
+            "n/a: the probe sees no effects (give --effect-path, e.g. 'exports/{taskId}.json')",
+        );
+        return;
+    };
+    if !context.opened.facts.cancel() {
+        out.not_applicable(CHECK, Level::Must, "n/a: tasks.cancel is not declared");
+        return;
+    }
+    let effect_of = |task_id: &str| template.replace("{taskId}", task_id);
+    let task_ms = context.config.task_timeout.as_millis() as u64;
+    let (create, view) = match create_task(context).await {
+        Ok(created) => created,
+        Err(why) => {
+            out.not_applicable(CHECK, Level::Must, &why);
+            return;
+        }
+    };
+    let ended = poll_to_end(peer, &view.task_id, context, task_ms).await;
+    let Some(duration_ms) = ended.map(|end_ms| end_ms.saturating_sub(create.invoked_ms)) else {
+        out.not_applicable(
+            CHECK,
+            Level::Must,
+            &format!("n/a: the first task did not end within --task-timeout {task_ms} ms"),
+        );
+        return;
+    };
+    let mut draw = super::workload::Draw::new(context.config.seed, 18);
+    let started_ms = context.clock.now_ms();
+    let (mut rounds, mut cancelled, mut completed) = (0, 0, 0);
+    let mut problem = None;
+    let mut evidence = Vec::new();
+    while rounds < AIMED_ROUNDS_MAX
+        && context.clock.now_ms() < started_ms + AIMED_ROUNDS_MS_MAX
+        && problem.is_none()
+    {
+        rounds += 1;
+        let create = match create_task(context).await {
+            Ok((create, _)) => create,
+            Err(_) => break,
+        };
+        let Some(task) = peer.created(&create) else {
+            break;
+        };
+        let aim_ms = create.invoked_ms + duration_ms * 9 / 10 + draw.below(duration_ms / 5 + 1);
+        let now_ms = context.clock.now_ms();
+        tokio::time::sleep(Duration::from_millis(aim_ms.saturating_sub(now_ms))).await;
+        let cancel = peer.cancel(&task.task_id).await;
+        poll_to_end(peer, &task.task_id, context, task_ms).await;
+        let last = peer.get(&task.task_id).await;
+        match peer_status(peer, &last) {
+            Some(TaskStatus::Cancelled) => {
+                cancelled += 1;
+                // Let a write already under way land before looking.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let path = effect_of(&task.task_id);
+                if std::path::Path::new(&path).exists() {
+                    problem = Some(format!(
+                        "task {} ends cancelled, yet its effect {path} exists (round {rounds}, \
+                         cancel sent {} ms after the create, the tool takes about \
+                         {duration_ms} ms)",
+                        task.task_id,
+                        cancel.invoked_ms.saturating_sub(create.invoked_ms)
+                    ));
+                    evidence = vec![create, cancel, last];
+                }
+            }
+            Some(TaskStatus::Completed) => completed += 1,
+            _ => {}
+        }
+    }
+    out.judge(
+        CHECK,
+        Level::Must,
+        &format!(
+            "{rounds} cancels aimed at the completion moment (the tool takes about \
+             {duration_ms} ms): {cancelled} ended cancelled, none with its effect; \
+             {completed} completed"
+        ),
+        problem,
+        &evidence.iter().collect::<Vec<_>>(),
+    );
+}
+
+/// Polls `task_id` every 10 ms until it is terminal or `wait_ms` pass; the time of the
+/// first read that showed it terminal.
+async fn poll_to_end(
+    peer: &Peer,
+    task_id: &str,
+    context: &Context<'_>,
+    wait_ms: u64,
+) -> Option<u64> {
+    let deadline_ms = context.clock.now_ms() + wait_ms;
+    while context.clock.now_ms() < deadline_ms {
+        let read = peer.get(task_id).await;
+        if peer_status(peer, &read).is_some_and(TaskStatus::is_terminal) {
+            return Some(read.invoked_ms);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    None
 }
 
 fn peer_status(peer: &Peer, exchange: &Exchange) -> Option<TaskStatus> {

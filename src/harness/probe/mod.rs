@@ -160,6 +160,12 @@ pub struct Config {
     pub input_tool: Option<String>,
     /// Arguments laid over those sampled for `input_tool`.
     pub input_args: Option<Value>,
+    /// Where a task's side effect shows, `{taskId}` standing for its id (e.g.
+    /// `exports/{taskId}.json`): with it, `hostile.cancelled-without-effect` aims cancels
+    /// at the completion moment and looks for the effect of every task that ends cancelled.
+    pub effect_path: Option<String>,
+    /// The seed of the hostile checks' drawn choices (the workload has its own).
+    pub seed: u64,
     /// How long one request may wait for its answer.
     pub request_timeout: Duration,
     /// How long a task the checks created may take to end.
@@ -183,6 +189,8 @@ impl Config {
             args: None,
             input_tool: None,
             input_args: None,
+            effect_path: None,
+            seed: 1,
             request_timeout: Duration::from_secs(10),
             task_timeout: Duration::from_secs(60),
             expiry_wait: Duration::from_secs(15),

@@ -1,9 +1,10 @@
 //! Phase 3: the workload, Jepsen-style. Clients of every identity issue seeded random
 //! operations (create, get, result, cancel, list, `tasks/update` in the 2026-07-28 era, a
-//! read of another identity's task) for the budget, each recorded with its invocation time, completion time and full answer;
-//! then a bounded liveness phase polls every task until it ends. [`super::oracle`] judges
-//! the history. With `kill`, the probe SIGKILLs and restarts the server (one it owns) at
-//! seeded times while the clients keep polling the same task ids.
+//! read of another identity's task) for the budget, each recorded with its invocation
+//! time, completion time and full answer; then a bounded liveness phase polls every task
+//! until it ends. [`super::oracle`] judges the history. With `kill`, the probe SIGKILLs
+//! and restarts the server (one it owns) at seeded times while the clients keep polling the
+//! same task ids.
 //!
 //! The seed fixes each client's choices (operation, task, pause); the server's timing is
 //! real, so a rerun replays the schedule, not the interleaving.
