@@ -72,7 +72,8 @@ enum Command {
         /// Only these mutants (repeatable; default: all, plus the unmutated build).
         #[arg(long = "mutant")]
         mutants: Vec<String>,
-        /// Only these engines (repeatable): fixture, conformance, simulation, proptest, loom.
+        /// Only these engines (repeatable): fixture, conformance, simulation, proptest, loom,
+        /// probe (`tasklatch serve` of this binary with each mutant, probed from outside).
         #[arg(long = "engine")]
         engines: Vec<String>,
         /// Print the matrix as a Markdown table too.
