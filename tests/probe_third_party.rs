@@ -65,26 +65,7 @@ fn probe_twice(target: Target) -> BTreeSet<String> {
         .expect("reached");
     let failing = support::probe_checks(&first, Verdict::Fail);
     // Every finding failed again in the rerun (same seed).
-    let recurred: BTreeSet<String> = first
-        .recurrence
-        .iter()
-        .filter(|(_, counts)| **counts == (1, 1))
-        .map(|(name, _)| name.clone())
-        .collect();
-    assert_eq!(recurred, failing, "a finding that did not recur");
-    for check in first.findings() {
-        eprintln!(
-            "finding: {} {}: {}\n  {}",
-            check.era,
-            check.check,
-            check.detail,
-            check
-                .evidence
-                .first()
-                .map(|e| e.summary())
-                .unwrap_or_default()
-        );
-    }
+    assert_eq!(recurred(&first), failing, "a finding that did not recur");
     failing
 }
 

@@ -406,7 +406,8 @@ async fn cancel_at_completion(context: &Context<'_>, out: &mut Outcomes) {
         }
     };
     let ended = poll_to_end(peer, &view.task_id, context, task_ms).await;
-    let Some(duration_ms) = ended.map(|end_ms| end_ms.saturating_sub(create.invoked_ms)) else {
+    let Some(duration_ms) = ended.map(|end| end.invoked_ms.saturating_sub(create.invoked_ms))
+    else {
         out.not_applicable(
             CHECK,
             Level::Must,
@@ -424,19 +425,17 @@ async fn cancel_at_completion(context: &Context<'_>, out: &mut Outcomes) {
         && problem.is_none()
     {
         rounds += 1;
-        let create = match create_task(context).await {
-            Ok((create, _)) => create,
-            Err(_) => break,
-        };
-        let Some(task) = peer.created(&create) else {
+        let Ok((create, task)) = create_task(context).await else {
             break;
         };
         let aim_ms = create.invoked_ms + duration_ms * 9 / 10 + draw.below(duration_ms / 5 + 1);
         let now_ms = context.clock.now_ms();
         tokio::time::sleep(Duration::from_millis(aim_ms.saturating_sub(now_ms))).await;
         let cancel = peer.cancel(&task.task_id).await;
-        poll_to_end(peer, &task.task_id, context, task_ms).await;
-        let last = peer.get(&task.task_id).await;
+        let last = match poll_to_end(peer, &task.task_id, context, task_ms).await {
+            Some(last) => last,
+            None => peer.get(&task.task_id).await,
+        };
         match peer_status(peer, &last) {
             Some(TaskStatus::Cancelled) => {
                 cancelled += 1;
@@ -471,19 +470,20 @@ async fn cancel_at_completion(context: &Context<'_>, out: &mut Outcomes) {
     );
 }
 
-/// Polls `task_id` every 10 ms until it is terminal or `wait_ms` pass; the time of the
-/// first read that showed it terminal.
+/// Polls `task_id` every 10 ms (finer than [`Peer::wait_terminal`], which follows the
+/// task's poll interval: the aim needs the moment) until it is terminal or `wait_ms` pass;
+/// the first read that showed it terminal.
 async fn poll_to_end(
     peer: &Peer,
     task_id: &str,
     context: &Context<'_>,
     wait_ms: u64,
-) -> Option<u64> {
+) -> Option<Exchange> {
     let deadline_ms = context.clock.now_ms() + wait_ms;
     while context.clock.now_ms() < deadline_ms {
         let read = peer.get(task_id).await;
         if peer_status(peer, &read).is_some_and(TaskStatus::is_terminal) {
-            return Some(read.invoked_ms);
+            return Some(read);
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

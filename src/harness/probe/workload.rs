@@ -395,16 +395,21 @@ fn note_questions(
     asked: &mut BTreeMap<String, Value>,
 ) {
     let Some(task) = task else { return };
-    let questions = exchange
+    match questions_in(peer, exchange) {
+        Some(questions) => asked.insert(task.to_owned(), questions.clone()),
+        None => asked.remove(task),
+    };
+}
+
+/// The questions a 2026-07-28 `tasks/get` answer shows (`input_required` with a non-empty
+/// `inputRequests`).
+fn questions_in<'a>(peer: &Peer, exchange: &'a Exchange) -> Option<&'a Value> {
+    exchange
         .result()
         .filter(|_| peer.era == Era::Extension2026)
         .filter(|result| result["status"] == "input_required")
         .and_then(|result| result.get("inputRequests"))
-        .filter(|questions| questions.as_object().is_some_and(|map| !map.is_empty()));
-    match questions {
-        Some(questions) => asked.insert(task.to_owned(), questions.clone()),
-        None => asked.remove(task),
-    };
+        .filter(|questions| questions.as_object().is_some_and(|map| !map.is_empty()))
 }
 
 /// Answers to every question in `questions` (2026-07-28 `inputRequests`): an elicitation
@@ -467,8 +472,7 @@ async fn settle_all(
                     .shown(&exchange)
                     .and_then(|shown| shown.status)
                     .is_some_and(TaskStatus::is_terminal);
-            let mut asked = BTreeMap::new();
-            note_questions(peer, &exchange, Some(&task), &mut asked);
+            let questions = questions_in(peer, &exchange).cloned();
             history.record(Op {
                 client,
                 identity: peer.identity().to_owned(),
@@ -476,7 +480,7 @@ async fn settle_all(
                 task_id: Some(task.clone()),
                 exchange,
             });
-            if let Some(questions) = asked.remove(&task) {
+            if let Some(questions) = questions {
                 let exchange = peer.update(&task, answers(&questions, &mut draw)).await;
                 history.record(Op {
                     client,
