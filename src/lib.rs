@@ -34,7 +34,7 @@
 //!   the proptest machine and a simulation hunt on your [`StoreFactory`] and reports.
 //! - [`conformance`] — the store conformance suite.
 //! - [`fixture`] — contract fixtures (`tasklatch.contract-fixture/v1`): load, replay.
-//! - [`check`] — the oracle: invariants I1–I16, fault accounting F1–F3 and counter rules
+//! - [`check`] — the oracle: invariants I1–I17, fault accounting F1–F3 and counter rules
 //!   C1–C4 over a recorded history, one function each.
 //! - [`interleave`] — the proptest state machine and the loom models.
 //! - [`probe`] — `tasklatch probe`: checks a live MCP tasks server from the outside (stdio

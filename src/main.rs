@@ -39,7 +39,8 @@ enum Command {
         #[arg(long, default_value = "0..100")]
         seeds: String,
         /// Sweep mode: crash the node that is the `--arrival`-th to reach this point
-        /// (after-outbox-claim, after-publish, after-claim, after-effect, after-completion).
+        /// (after-outbox-claim, after-publish, after-claim, after-effect, after-prepare,
+        /// after-decide, after-completion).
         #[arg(long)]
         kill_at: Option<String>,
         #[arg(long, default_value_t = 1)]
@@ -306,7 +307,7 @@ mod serving {
     use tasklatch::mcp::http::{self, HttpConfig, Tokens};
     use tasklatch::mcp::server::stdio_negotiated;
     use tasklatch::mcp::{Assembly, ServerConfig, Session};
-    use tasklatch::runtime::{RuntimeConfig, TokioEnv};
+    use tasklatch::runtime::{BoxFuture, Env as _, NoProbe, Point, Probe, RuntimeConfig, TokioEnv};
     use tasklatch::store::{StoreOptions, StoreUrl, TaskStore, open_store};
 
     #[derive(clap::Args)]
@@ -353,6 +354,42 @@ mod serving {
         /// they are delivered again (a restarted server picks up unfinished tasks after it).
         #[arg(long, default_value_t = 30_000)]
         lease_ms: u64,
+        /// For crash tests: a worker reaching the named point (`after-prepare`,
+        /// `after-decide`, … as `sim --kill-at` names them) prints `hold POINT TASK_ID` on
+        /// stderr and waits MS there, so a test can kill the process at that moment.
+        #[arg(long, value_name = "POINT:MS", hide = true)]
+        hold_at: Option<String>,
+    }
+
+    /// Stops a worker at one named point for a while, saying so on stderr first.
+    struct HoldProbe {
+        point: Point,
+        hold_ms: u64,
+    }
+
+    impl Probe for HoldProbe {
+        fn at(&self, point: Point, task_id: &str) -> BoxFuture<'static, ()> {
+            if point != self.point {
+                return Box::pin(std::future::ready(()));
+            }
+            eprintln!("hold {} {task_id}", point.name());
+            Box::pin(TokioEnv.sleep(self.hold_ms))
+        }
+    }
+
+    fn hold_probe(hold_at: Option<&str>) -> Result<Arc<dyn Probe>, String> {
+        let Some(hold_at) = hold_at else {
+            return Ok(Arc::new(NoProbe));
+        };
+        let (point, hold_ms) = hold_at
+            .split_once(':')
+            .ok_or_else(|| format!("{hold_at:?}: expected POINT:MS"))?;
+        Ok(Arc::new(HoldProbe {
+            point: Point::parse(point)?,
+            hold_ms: hold_ms
+                .parse()
+                .map_err(|_| format!("{hold_ms:?}: expected milliseconds"))?,
+        }))
     }
 
     pub fn serve(args: ServeArgs) -> ExitCode {
@@ -407,6 +444,13 @@ mod serving {
             eprintln!("error: --workers must be 1..=256 and --lease-ms positive");
             return ExitCode::from(EXIT_BAD_INPUT);
         }
+        let probe = match hold_probe(args.hold_at.as_deref()) {
+            Ok(probe) => probe,
+            Err(error) => {
+                eprintln!("error: --hold-at {error}");
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        };
         let tokio = match tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
@@ -418,7 +462,7 @@ mod serving {
             }
         };
         let code = tokio.block_on(async move {
-            let Assembly { server, runtime } = Assembly::new(
+            let Assembly { server, runtime } = Assembly::with_probe(
                 store,
                 exports.clone(),
                 Arc::new(TokioEnv),
@@ -431,6 +475,7 @@ mod serving {
                     queue_lease_ms: args.lease_ms,
                     ..RuntimeConfig::default()
                 },
+                probe,
             );
             runtime.start(args.workers);
             if let Some((address, config)) = http {

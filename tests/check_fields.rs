@@ -374,18 +374,19 @@ fn i16_a_completed_export_echoes_the_answers_it_was_given() {
         }
         event
     };
+    // Published once the completion is decided (I17).
     let effect = Event::Effect {
         task_id: "t1".into(),
         effect_id: "export-t1".into(),
-        at_ms: 35,
+        at_ms: 41,
     };
     let history = |echo| {
         vec![
             created(),
             asked.clone(),
             answered.clone(),
-            effect.clone(),
             done(echo),
+            effect.clone(),
         ]
     };
     assert_eq!(rules(&history(Some(answers.clone()))), Vec::<String>::new());

@@ -264,3 +264,106 @@ fn a_store_error_no_fault_explains_is_f1() {
     };
     assert_eq!(invariants(&[created, failed]), ["F1"]);
 }
+
+fn prepared(task_id: &str, at_ms: u64) -> Event {
+    Event::EffectPrepared {
+        task_id: task_id.into(),
+        effect_id: format!("export-{task_id}"),
+        at_ms,
+    }
+}
+
+fn published(task_id: &str, at_ms: u64) -> Event {
+    Event::Effect {
+        task_id: task_id.into(),
+        effect_id: format!("export-{task_id}"),
+        at_ms,
+    }
+}
+
+fn discarded(task_id: &str, at_ms: u64) -> Event {
+    Event::EffectDiscarded {
+        task_id: task_id.into(),
+        at_ms,
+    }
+}
+
+fn ended(status: TaskStatus, at_ms: u64) -> Event {
+    let kind = match status {
+        TaskStatus::Cancelled => AppliedKind::Cancel,
+        _ => AppliedKind::Transition,
+    };
+    applied("t1", kind, Some(1), 2, status, at_ms)
+}
+
+/// I17 over a history ending at a liveness deadline of 500 ms (the task expires at 1000).
+fn at_deadline(history: &[Event]) -> Vec<&'static str> {
+    let context = CheckContext {
+        liveness_deadline_ms: Some(500),
+        wire: false,
+        server: None,
+    };
+    check(&consistent(history), &context)
+        .iter()
+        .map(|v| v.invariant)
+        .collect()
+}
+
+#[test]
+fn an_effect_is_published_only_after_its_task_completed() {
+    let created = applied("t1", AppliedKind::Create, None, 1, TaskStatus::Working, 10);
+    let decided_then_published = [
+        created.clone(),
+        prepared("t1", 20),
+        ended(TaskStatus::Completed, 30),
+        published("t1", 31),
+    ];
+    assert_eq!(at_deadline(&decided_then_published), Vec::<&str>::new());
+    let cancelled_and_discarded = [
+        created.clone(),
+        prepared("t1", 20),
+        ended(TaskStatus::Cancelled, 25),
+        discarded("t1", 31),
+    ];
+    assert_eq!(at_deadline(&cancelled_and_discarded), Vec::<&str>::new());
+
+    let published_before_decide = [
+        created.clone(),
+        prepared("t1", 20),
+        published("t1", 25),
+        ended(TaskStatus::Completed, 30),
+    ];
+    assert_eq!(at_deadline(&published_before_decide), ["I17"]);
+    let cancelled_with_effect = [
+        created.clone(),
+        prepared("t1", 20),
+        ended(TaskStatus::Cancelled, 25),
+        published("t1", 30),
+    ];
+    assert_eq!(at_deadline(&cancelled_with_effect), ["I17"]);
+    let live_with_effect = [created.clone(), prepared("t1", 20), published("t1", 30)];
+    assert_eq!(
+        invariants(&live_with_effect),
+        ["I17"],
+        "no deadline: liveness aside"
+    );
+    let cancelled_left_prepared = [
+        created.clone(),
+        prepared("t1", 20),
+        ended(TaskStatus::Cancelled, 25),
+    ];
+    assert_eq!(at_deadline(&cancelled_left_prepared), ["I17"]);
+    assert_eq!(
+        invariants(&cancelled_left_prepared),
+        Vec::<&str>::new(),
+        "without a liveness deadline a discard may still come"
+    );
+    let prepared_again_after_discard = [
+        created,
+        prepared("t1", 20),
+        ended(TaskStatus::Failed, 25),
+        discarded("t1", 26),
+        prepared("t1", 27),
+    ];
+    assert_eq!(at_deadline(&prepared_again_after_discard), ["I17"]);
+}

@@ -1,5 +1,6 @@
 //! No false positives: the probe's checks (shapes, hostile cases and a 3-second workload
-//! judged by the oracle, both eras) find nothing
+//! judged by the oracle, both eras; cancels aimed at the moment an export completes, its
+//! file observed) find nothing
 //! against tasklatch over stdio and over HTTP with two identities, on SQLite; a server that
 //! cannot be reached is exit-2 material with the reason. (tests/probe_broken.rs shows each
 //! check able to fail.)
@@ -61,7 +62,7 @@ fn assert_no_findings(report: &Report) {
 #[test]
 fn tasklatch_over_stdio_has_no_findings_in_either_era() {
     let scratch = support::Scratch::new("probe-stdio");
-    let config = export_config(Target::Stdio {
+    let mut config = export_config(Target::Stdio {
         program: env!("CARGO_BIN_EXE_tasklatch").to_owned(),
         args: vec![
             "serve".into(),
@@ -72,20 +73,18 @@ fn tasklatch_over_stdio_has_no_findings_in_either_era() {
             scratch.join("exports").display().to_string(),
         ],
     });
+    config.effect_path = Some(effect_path(&scratch));
     let report = runtime()
         .block_on(probe::run(&config))
         .expect("the probe reaches the server");
     assert_eq!(report.eras, ["2025-11-25", "2026-07-28"]);
     assert_no_findings(&report);
     // stdio cannot tell callers apart: tasks.list is not offered and there is no second
-    // identity; 2026-07-28 grants a TTL of an hour (clients cannot ask for less); no
-    // --effect-path (tasklatch still publishes an export before its completion is decided,
-    // which the aimed cancels can catch: issue 18).
+    // identity; 2026-07-28 grants a TTL of an hour (clients cannot ask for less).
     assert_eq!(
         checks_with(&report, Verdict::NotApplicable),
         set(&[
             "2025-11-25 hostile.cancel-served-undeclared",
-            "2025-11-25 hostile.cancelled-without-effect",
             "2025-11-25 hostile.foreign-identity.cancel",
             "2025-11-25 hostile.foreign-identity.get",
             "2025-11-25 hostile.foreign-identity.list",
@@ -94,7 +93,6 @@ fn tasklatch_over_stdio_has_no_findings_in_either_era() {
             "2025-11-25 shapes.list.bad-cursor",
             "2025-11-25 shapes.list.page-shape",
             "2025-11-25 shapes.list.reaches-own-task",
-            "2026-07-28 hostile.cancelled-without-effect",
             "2026-07-28 hostile.expired-stays-gone",
             "2026-07-28 hostile.foreign-identity.cancel",
             "2026-07-28 hostile.foreign-identity.get",
@@ -106,6 +104,12 @@ fn tasklatch_over_stdio_has_no_findings_in_either_era() {
         support::probe_questions_answered(&report, "confirm") > 0,
         "no tasks/update answered a question"
     );
+}
+
+/// Where tasklatch's `export` publishes a task's file: the aimed cancels look there
+/// (`hostile.cancelled-without-effect`).
+fn effect_path(scratch: &support::Scratch) -> String {
+    format!("{}/{{taskId}}.json", scratch.join("exports").display())
 }
 
 fn set(items: &[&str]) -> BTreeSet<String> {
@@ -130,7 +134,7 @@ fn tasklatch_over_http_has_no_findings_in_either_era() {
     )
     .expect("sqlite store");
     let address = support::serve_fixture_tools(std::sync::Arc::new(store), scratch.join("exports"));
-    let config = export_config(Target::Http {
+    let mut config = export_config(Target::Http {
         url: format!("http://{address}/mcp"),
         tokens: vec![
             ("alice".to_owned(), support::ALICE.to_owned()),
@@ -138,6 +142,7 @@ fn tasklatch_over_http_has_no_findings_in_either_era() {
         ],
         start: None,
     });
+    config.effect_path = Some(effect_path(&scratch));
     let report = runtime()
         .block_on(probe::run(&config))
         .expect("the probe reaches the server");
@@ -149,11 +154,9 @@ fn tasklatch_over_http_has_no_findings_in_either_era() {
         checks_with(&report, Verdict::NotApplicable),
         set(&[
             "2025-11-25 hostile.cancel-served-undeclared",
-            "2025-11-25 hostile.cancelled-without-effect",
             "2025-11-25 hostile.list-served-undeclared",
             "2025-11-25 hostile.task-param-without-capability",
             "2025-11-25 process.stayed-up",
-            "2026-07-28 hostile.cancelled-without-effect",
             "2026-07-28 hostile.expired-stays-gone",
             "2026-07-28 process.stayed-up",
         ])

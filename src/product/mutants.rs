@@ -78,11 +78,14 @@ pub enum Mutant {
     /// An admission whose id the store already holds is answered with the existing record
     /// instead of being refused.
     IdCollisionAnswered,
+    /// A worker publishes its task's prepared side effect before the completion
+    /// compare-and-swap, so a cancel that wins the latch leaves an effect behind.
+    PublishBeforeDecide,
 }
 
 impl Mutant {
     /// Every mutant, in matrix order.
-    pub const ALL: [Mutant; 24] = [
+    pub const ALL: [Mutant; 25] = [
         Mutant::RequiredSyncAccepted,
         Mutant::ForbiddenTaskAccepted,
         Mutant::CreateWithoutCapability,
@@ -107,6 +110,7 @@ impl Mutant {
         Mutant::CursorOnExactPage,
         Mutant::SweepOverMax,
         Mutant::IdCollisionAnswered,
+        Mutant::PublishBeforeDecide,
     ];
 
     /// The mutant's name, as `TASKLATCH_MUTANT` and the matrix spell it.
@@ -136,6 +140,7 @@ impl Mutant {
             Mutant::CursorOnExactPage => "cursor-on-exact-page",
             Mutant::SweepOverMax => "sweep-over-max",
             Mutant::IdCollisionAnswered => "id-collision-answered",
+            Mutant::PublishBeforeDecide => "publish-before-decide",
         }
     }
 
@@ -168,7 +173,14 @@ impl Mutant {
     /// contract's cases against the guards, must kill it) rather than breaking a store's
     /// own work around them, which only engines that run a store can see.
     pub fn in_contract(self) -> bool {
-        !self.in_store()
+        !self.in_store() && !self.in_runtime()
+    }
+
+    /// Whether the mutant breaks the runtime's handling of side effects (the order of
+    /// decide and publish): engines that run workers over a store see it — the simulation,
+    /// and the proptest model, whose finish step goes through the same helpers.
+    pub fn in_runtime(self) -> bool {
+        matches!(self, Mutant::PublishBeforeDecide)
     }
 
     /// Whether the mutant breaks what a store writes, answers or reports beyond the

@@ -2,7 +2,8 @@
 # Probes tasklatch itself from the command line, as a newcomer would, killing it during the
 # workload: `tasklatch serve --stdio` spawned by the probe, then `tasklatch serve --http`
 # started by the probe (`--start`) with two identities, both on SQLite, both eras, with
-# `--kill --durable`. Exit non-zero on any finding (the probe's exit status) or a server
+# `--kill --durable`, cancels aimed at each export's completion with its file observed
+# (`--effect-path`). Exit non-zero on any finding (the probe's exit status) or a server
 # that cannot be reached.
 #
 # Usage: tests/probe/self.sh [path/to/tasklatch] [budget per era, default 10s]
@@ -18,6 +19,7 @@ common=(--tool export --args '{"delay_ms": 500}' --input-tool export
 
 echo "-- stdio, killed during the workload"
 "$binary" probe "${common[@]}" --out "$work/stdio" \
+  --effect-path "$work/stdio-exports/{taskId}.json" \
   --stdio -- "$binary" serve --stdio --store "sqlite:$work/stdio.db" \
   --exports "$work/stdio-exports" --lease-ms 2000 \
   | tail -3
@@ -26,6 +28,7 @@ echo "-- http, two identities, killed during the workload"
 printf '{"tokens": {"probe-token-alice": "tenant-a/alice", "probe-token-bob": "tenant-b/bob"}}' \
   >"$work/tokens.json"
 "$binary" probe "${common[@]}" --out "$work/http" --junit "$work/http/junit.xml" \
+  --effect-path "$work/http-exports/{taskId}.json" \
   --http "http://127.0.0.1:$port/mcp" \
   --token alice=probe-token-alice --token bob=probe-token-bob \
   --start "$binary serve --http 127.0.0.1:$port --tokens $work/tokens.json --store sqlite:$work/http.db --exports $work/http-exports --lease-ms 2000" \

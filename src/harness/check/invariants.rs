@@ -12,11 +12,12 @@ use std::collections::BTreeMap;
 type PerTask = fn(&TaskView<'_>, &CheckContext, &mut Vec<Violation>);
 
 /// The per-task invariants, in the order their violations are reported.
-pub(super) const PER_TASK: [PerTask; 8] = [
+pub(super) const PER_TASK: [PerTask; 9] = [
     i1_one_terminal,
     i2_cancel_wins,
     i3_no_stale_write,
     i6_effect_once,
+    i17_effect_iff_completed,
     i7_expiry,
     i8_liveness,
     i9_result_shape,
@@ -245,6 +246,69 @@ fn i6_effect_once(task: &TaskView<'_>, _: &CheckContext, out: &mut Vec<Violation
                 vec![index],
             ));
         }
+    }
+}
+
+/// I17: a task's effect is published only if the task completed, and never before its
+/// completion was applied; by the liveness deadline, a task unexpired then that ended any
+/// other way has had everything it prepared discarded. (That a completed task's effect is
+/// published, once, is I6.)
+fn i17_effect_iff_completed(task: &TaskView<'_>, context: &CheckContext, out: &mut Vec<Violation>) {
+    let completed_at = task
+        .applied()
+        .find(|(_, change)| change.status == TaskStatus::Completed)
+        .map(|(index, _)| index);
+    let final_status = task.terminal.map(|(_, status, _)| status);
+    for &effect in &task.facts.effects {
+        match (final_status, completed_at) {
+            (Some(TaskStatus::Completed), Some(decided)) if effect > decided => {}
+            (Some(TaskStatus::Completed), Some(decided)) => out.push(violation(
+                "I17",
+                task.task_id,
+                "effect published before the completion was decided".into(),
+                vec![effect, decided],
+            )),
+            (status, _) => out.push(violation(
+                "I17",
+                task.task_id,
+                format!(
+                    "effect published for a task that is {}",
+                    status.map_or("not terminal", TaskStatus::as_str)
+                ),
+                vec![effect],
+            )),
+        }
+    }
+    let Some(deadline) = context.liveness_deadline_ms else {
+        return;
+    };
+    if task
+        .expires_at_ms
+        .is_some_and(|expires| expires <= deadline)
+    {
+        return;
+    }
+    // (A completed task whose effect is missing at the end is I6's: its result names one.)
+    match task.terminal {
+        Some((index, status, _)) if status != TaskStatus::Completed => {
+            // Settled by a discard, or (wrongly, reported above) by a publish.
+            let last_prepared = task.facts.prepared.last();
+            let last_settled = task.facts.discarded.last().max(task.facts.effects.last());
+            if last_prepared.is_some() && last_prepared > last_settled {
+                let mut events = task.facts.prepared.clone();
+                events.push(index);
+                out.push(violation(
+                    "I17",
+                    task.task_id,
+                    format!(
+                        "{}, a prepared effect still not discarded by the liveness deadline {deadline} ms",
+                        status.as_str()
+                    ),
+                    events,
+                ));
+            }
+        }
+        _ => {}
     }
 }
 

@@ -7,7 +7,8 @@
 //! that history: it never asks the store what it thinks of itself.
 //!
 //! One function per invariant (`invariants.rs`): I1 one terminal, I2 cancel wins, I3 no
-//! stale write, I4 tenant isolation, I5 idempotent admission, I6 effect once, I7 expiry,
+//! stale write, I4 tenant isolation, I5 idempotent admission, I6 effect once (I17: and
+//! only for a completed task, never before its completion was decided), I7 expiry,
 //! I8 liveness, I9 result shape (a returned result is the wrapped request's
 //! `CallToolResult` or its error, matching the status; when the clients spoke MCP, it also
 //! carries the related-task `_meta` naming its task), I10 the stored record wins over
@@ -135,13 +136,29 @@ pub enum Event {
         /// Simulated time, in ms since the epoch.
         at_ms: u64,
     },
-    /// The effect sink committed an effect.
+    /// A tool prepared its task's effect, invisibly (prepare → decide → publish).
+    EffectPrepared {
+        /// The task whose work prepared it.
+        task_id: String,
+        /// The effect's identity.
+        effect_id: String,
+        /// Simulated time, in ms since the epoch.
+        at_ms: u64,
+    },
+    /// The effect sink published (committed, made visible) an effect.
     Effect {
         /// The task whose work produced the effect.
         task_id: String,
         /// The effect's identity; a completed result names it (I6).
         effect_id: String,
         /// Simulated time of the commit, in ms since the epoch.
+        at_ms: u64,
+    },
+    /// A prepared effect was dropped unpublished (its task ended otherwise, or is gone).
+    EffectDiscarded {
+        /// The task whose prepared effect was dropped.
+        task_id: String,
+        /// Simulated time, in ms since the epoch.
         at_ms: u64,
     },
     /// The runtime announced a status change (`notifications/tasks/status`).
@@ -491,7 +508,7 @@ pub struct ServerFacts {
 }
 
 /// Checks every invariant; returns all violations found (empty: the history is clean):
-/// per task in task-id order, its violations by invariant (I1 … I10); then the clients'
+/// per task in task-id order, its violations by invariant (I1 … I10, I17); then the clients'
 /// (I4, I5) in history order; then F1, F2, F3, C1 … C4, each in history order.
 pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
     let mut violations = Vec::new();
@@ -500,6 +517,12 @@ pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
         match event {
             Event::Applied { task_id, .. } => tasks.entry(task_id).or_default().applied.push(index),
             Event::Effect { task_id, .. } => tasks.entry(task_id).or_default().effects.push(index),
+            Event::EffectPrepared { task_id, .. } => {
+                tasks.entry(task_id).or_default().prepared.push(index)
+            }
+            Event::EffectDiscarded { task_id, .. } => {
+                tasks.entry(task_id).or_default().discarded.push(index)
+            }
             Event::Notified { task_id, .. } => {
                 tasks.entry(task_id).or_default().notified.push(index)
             }
@@ -538,6 +561,8 @@ pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
 struct TaskFacts {
     applied: Vec<usize>,
     effects: Vec<usize>,
+    prepared: Vec<usize>,
+    discarded: Vec<usize>,
     reads: Vec<usize>,
     notified: Vec<usize>,
 }

@@ -317,6 +317,8 @@ fn glyph(event: &Event) -> Option<(Shape, &'static str, &str)> {
             Some((Shape::Square, colour, task_id.as_str()))
         }
         Event::Effect { task_id, .. } => Some((Shape::Diamond, "#f9a825", task_id.as_str())),
+        Event::EffectPrepared { task_id, .. } => Some((Shape::Tick, "#f9a825", task_id.as_str())),
+        Event::EffectDiscarded { task_id, .. } => Some((Shape::Tick, "#8d6e63", task_id.as_str())),
         Event::Notified { task_id, .. } => Some((Shape::Tick, "#90a4ae", task_id.as_str())),
         Event::StoreError { task_id, .. } => Some((Shape::Diamond, "#d32f2f", task_id.as_str())),
         Event::Claimed { task_id, .. } | Event::Acked { task_id, .. } => {

@@ -13,7 +13,9 @@
 //! - workers claim outbox entries (0 or 1 per call), write a status with the version they
 //!   saw at the claim or made with their last write — possibly stale — or with another
 //!   tenant's key (a status message of four kinds; an outcome of four shapes on a terminal
-//!   status; questions on `input_required`), ack a terminal write, or crash;
+//!   status; questions on `input_required`), ack a terminal write, finish a run that
+//!   prepared a deferred effect (decide, settle, ack: `runtime::effect`, whose helpers the
+//!   step calls, so the order of decide and publish is under test), or crash;
 //! - the sweeper deletes at most `max` expired tasks, in `(expires_at, task id)` order;
 //!   the reaper frees lapsed leases.
 //!
@@ -62,6 +64,12 @@
 //!   no question is open the task is `working` with none.
 //! - **list**: the page size is clamped to `1..=LIST_LIMIT_MAX`; a next cursor comes only
 //!   when more tasks follow the page.
+//! - **finish**: the effect is prepared (unless published), then a transition to
+//!   `completed` as the owner at the held version; a completed task publishes the effect
+//!   once, any other terminal status and a task gone or expired unfinished discard it, a
+//!   stale or illegal write leaves it prepared; the entry is acked once the task is
+//!   terminal (whoever ended it). The prepared and published sets are compared after every
+//!   step.
 //! - **claim**: the ready entries (unacked, lease free or lapsed) oldest first by
 //!   `(created_at, task id)`, at most `max`; **release** frees every unacked lease lapsed
 //!   at `now` and counts them; **sweep** deletes the `max` first expired tasks by
@@ -75,6 +83,7 @@
 use crate::contract::{
     Decision, Era, InputMap, Negotiated, TaskOutcome, TaskRecord, TaskStatus, TaskSupport,
 };
+use crate::runtime::effect::{self, MemoryEffects, Settled};
 use crate::store::{
     CANCEL_MESSAGE, CreateCommand, InputCommand, LIST_LIMIT_MAX, ListQuery, OutboxClaim,
     StoreError, StoreFactory, StoreOptions, TaskStore, TransitionCommand, WrappedRequest,
@@ -83,7 +92,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Tenants (clients) in a case.
 pub const TENANTS: u8 = 3;
@@ -184,6 +193,15 @@ pub enum Step {
         message: Option<&'static str>,
         /// With a terminal `next`, the outcome sent: index (mod 4) into a result, an
         /// `isError` result, a JSON-RPC error with data and one without.
+        outcome: u8,
+    },
+    /// The worker finishes a run that prepared a deferred effect: decide (the completion
+    /// compare-and-swap at the version it holds, as the task's owner), settle the effect by
+    /// what the store then holds (`runtime::effect`), and ack once the task is terminal.
+    Finish {
+        /// The worker, `0..WORKERS`; it must hold a claim.
+        worker: u8,
+        /// The outcome sent: index (mod 4) as for [`Step::Write`].
         outcome: u8,
     },
     /// A worker crashes: its claim is dropped unacked, the lease left to lapse.
@@ -563,6 +581,19 @@ pub enum Expect {
         /// otherwise.
         acked: Option<bool>,
     },
+    /// A finish: the decision, the record shown, how the effect was settled, and (once
+    /// terminal) whether the ack took.
+    Finish {
+        /// The decision expected.
+        decision: Decision,
+        /// The record shown, in full; `None` when nothing is shown.
+        record: Option<TaskRecord>,
+        /// What settling the effect did; `None` when a stale or illegal write leaves it
+        /// prepared for the run that decides.
+        settled: Option<Settled>,
+        /// Whether the ack took, for a task found terminal; `None` otherwise.
+        acked: Option<bool>,
+    },
     /// A lease release: how many leases it freed.
     Released(usize),
     /// A sweep: how many tasks it deleted.
@@ -711,6 +742,10 @@ pub struct Model {
     pub wrote_with: Option<Held>,
     /// For a write step to `input_required`: the questions it asked.
     pub asked: Option<Answers>,
+    /// Effects prepared and not yet settled, by task id (a finish prepares its task's).
+    pub prepared: BTreeSet<String>,
+    /// Effects published, by task id.
+    pub published: BTreeSet<String>,
     /// What the store must answer to the last step.
     pub expect: Expect,
 }
@@ -950,14 +985,7 @@ impl Model {
             Decision::ApplyTransition | Decision::IdempotentTerminal
         ) && next.is_terminal()
         {
-            let outbox = &mut self.tasks.get_mut(&held.task_id).expect("located").outbox;
-            let fresh = outbox.attempt == held.attempt && !outbox.acked;
-            if fresh {
-                outbox.acked = true;
-                outbox.lease_expires_at_ms = None;
-            }
-            self.held.remove(&worker);
-            Some(fresh)
+            Some(self.ack(worker, &held))
         } else {
             None
         };
@@ -965,6 +993,79 @@ impl Model {
             decision,
             record,
             acked,
+        }
+    }
+
+    /// A worker's run prepared its effect; it decides completion and settles the effect
+    /// (the rules restated: completed publishes it, once; any other terminal status, or a
+    /// task gone or expired before it ended, discards it; a stale write leaves it).
+    fn finish(&mut self, worker: u8, outcome: u8) -> Expect {
+        let held = self
+            .held
+            .get(&worker)
+            .cloned()
+            .expect("precondition: holds");
+        // The tool reuses a published effect rather than prepare it again.
+        if !self.published.contains(&held.task_id) {
+            self.prepared.insert(held.task_id.clone());
+        }
+        let Expect::Write {
+            decision,
+            record,
+            mut acked,
+        } = self.write(worker, TaskStatus::Completed, false, None, outcome)
+        else {
+            unreachable!("a write answers as a write")
+        };
+        let settled = match decision {
+            Decision::BlockStaleVersion | Decision::BlockIllegalTransition => None,
+            _ => {
+                let expired = self
+                    .tasks
+                    .get(&held.task_id)
+                    .is_some_and(|task| self.expired(task));
+                let status = match &record {
+                    Some(record) if record.status.is_terminal() || !expired => Some(record.status),
+                    _ => None,
+                };
+                Some(self.settle(&held.task_id, status))
+            }
+        };
+        // `write` acked an applied or idempotent completion; a worker also retires a task
+        // some other way ended (the cancel won the latch).
+        if decision == Decision::BlockTerminalRewrite {
+            acked = Some(self.ack(worker, &held));
+        }
+        Expect::Finish {
+            decision,
+            record,
+            settled,
+            acked,
+        }
+    }
+
+    /// The worker acks its claim of a terminal task and lets it go: `true` when the ack
+    /// took (the claim is the entry's latest and the entry was not acked yet).
+    fn ack(&mut self, worker: u8, held: &Held) -> bool {
+        let outbox = &mut self.tasks.get_mut(&held.task_id).expect("located").outbox;
+        let fresh = outbox.attempt == held.attempt && !outbox.acked;
+        if fresh {
+            outbox.acked = true;
+            outbox.lease_expires_at_ms = None;
+        }
+        self.held.remove(&worker);
+        fresh
+    }
+
+    /// The effect of `task_id` settled by its status (`None`: gone, or expired unfinished).
+    fn settle(&mut self, task_id: &str, status: Option<TaskStatus>) -> Settled {
+        match status {
+            Some(TaskStatus::Completed) => {
+                let was_prepared = self.prepared.remove(task_id);
+                Settled::Published(was_prepared && self.published.insert(task_id.to_owned()))
+            }
+            Some(status) if !status.is_terminal() => Settled::Pending,
+            _ => Settled::Discarded(self.prepared.remove(task_id)),
         }
     }
 
@@ -1308,6 +1409,7 @@ impl ReferenceStateMachine for ModelMachine {
                         outcome,
                     }
                 }),
+            4 => (worker.clone(), 0u8..4).prop_map(|(worker, outcome)| Step::Finish { worker, outcome }),
             1 => worker.prop_map(|worker| Step::Crash { worker }),
             1 => Just(Step::Release),
             2 => prop::sample::select(SWEEP_MAXES.to_vec()).prop_map(|max| Step::Sweep { max }),
@@ -1326,7 +1428,9 @@ impl ReferenceStateMachine for ModelMachine {
                     .questions_for(*worker)
                     .is_some_and(|asked| !asked.is_empty())
             }
-            Step::Write { worker, .. } | Step::Crash { worker } => state.held.contains_key(worker),
+            Step::Write { worker, .. } | Step::Finish { worker, .. } | Step::Crash { worker } => {
+                state.held.contains_key(worker)
+            }
             _ => true,
         }
     }
@@ -1364,6 +1468,7 @@ impl ReferenceStateMachine for ModelMachine {
                 message,
                 outcome,
             } => state.write(worker, write_target(next), foreign, message, outcome),
+            Step::Finish { worker, outcome } => state.finish(worker, outcome),
             Step::Crash { worker } => {
                 state.held.remove(&worker);
                 Expect::Nothing
@@ -1382,6 +1487,8 @@ impl ReferenceStateMachine for ModelMachine {
 /// The system under test: a store and what its actors hold between steps.
 pub struct Sut {
     store: Box<dyn TaskStore>,
+    /// The effects finishing workers prepare, publish and discard.
+    effects: MemoryEffects,
     /// Per tenant, the next-page cursor its last page returned.
     cursors: BTreeMap<u8, String>,
 }
@@ -1394,6 +1501,7 @@ impl Sut {
         };
         Ok(Sut {
             store: factory.open(&options)?,
+            effects: MemoryEffects::default(),
             cursors: BTreeMap::new(),
         })
     }
@@ -1574,6 +1682,55 @@ impl Sut {
                     acked,
                 }
             }
+            Step::Finish { worker, outcome } => {
+                let held = model
+                    .wrote_with
+                    .clone()
+                    .ok_or_else(|| format!("worker-{worker} finishes without a claim"))?;
+                self.effects.prepare(&held.task_id);
+                let answer = effect::decide(
+                    &*self.store,
+                    &self.effects,
+                    &TransitionCommand {
+                        task_id: held.task_id.clone(),
+                        caller: caller_of(held.owner),
+                        expected_version: held.version,
+                        next: TaskStatus::Completed,
+                        outcome: Some(outcome_of(outcome)),
+                        status_message: None,
+                        now_ms,
+                        input_requests: None,
+                    },
+                )
+                .map_err(failed)?;
+                let settled = match answer.decision {
+                    Decision::BlockStaleVersion | Decision::BlockIllegalTransition => None,
+                    _ => Some(
+                        effect::settle(
+                            &self.effects,
+                            &held.task_id,
+                            effect::status_to_settle(answer.record.as_ref(), now_ms),
+                        )
+                        .map_err(failed)?,
+                    ),
+                };
+                let acked = match answer.decision {
+                    Decision::ApplyTransition
+                    | Decision::IdempotentTerminal
+                    | Decision::BlockTerminalRewrite => Some(
+                        self.store
+                            .ack(&held.task_id, held.attempt, now_ms)
+                            .map_err(failed)?,
+                    ),
+                    _ => None,
+                };
+                Expect::Finish {
+                    decision: answer.decision,
+                    record: shown(&answer),
+                    settled,
+                    acked,
+                }
+            }
             Step::Release => {
                 Expect::Released(self.store.release_expired_leases(now_ms).map_err(failed)?)
             }
@@ -1609,6 +1766,14 @@ impl Sut {
                     record_differences(&stored, &want)
                 ));
             }
+        }
+        let (prepared, published) = self.effects.sets();
+        if (&prepared, &published) != (&model.prepared, &model.published) {
+            return Err(format!(
+                "effects: prepared {prepared:?} and published {published:?}, the model has \
+                 {:?} and {:?}",
+                model.prepared, model.published
+            ));
         }
         if let Some(extra) = model
             .ids

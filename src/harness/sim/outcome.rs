@@ -175,6 +175,8 @@ pub fn offset_ms(event: &Event) -> u64 {
         Event::Client { at_ms, .. }
         | Event::Applied { at_ms, .. }
         | Event::Effect { at_ms, .. }
+        | Event::EffectPrepared { at_ms, .. }
+        | Event::EffectDiscarded { at_ms, .. }
         | Event::Notified { at_ms, .. }
         | Event::StoreError { at_ms, .. }
         | Event::Claimed { at_ms, .. }

@@ -16,6 +16,9 @@ use std::sync::Arc;
 pub(super) struct RecordingStore {
     pub(super) inner: Box<dyn TaskStore>,
     pub(super) history: Arc<History>,
+    /// The world's effects: a cancel that finds a completion decided but its effect not
+    /// yet published is the narrow window prepare → decide → publish must get right.
+    pub(super) sink: Arc<std::sync::Mutex<super::tools::Sink>>,
     /// False while the store node is down: every operation fails before touching state
     /// (a transaction in flight is lost whole; committed state survives).
     pub(super) up: std::sync::atomic::AtomicBool,
@@ -255,6 +258,15 @@ impl TaskStore for RecordingStore {
             && record.status == TaskStatus::Completed
         {
             self.history.mark("completion-beat-cancel");
+            if self
+                .sink
+                .lock()
+                .expect("sink")
+                .prepared
+                .contains_key(task_id)
+            {
+                self.history.mark("decide-beat-cancel");
+            }
         }
         if let (Decision::ApplyCancel, Some(record)) = (answer.decision, &answer.record) {
             self.applied(

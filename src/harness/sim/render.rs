@@ -186,6 +186,8 @@ fn write_event(out: &mut String, event: &Event) {
         Event::Refused { .. }
         | Event::Swept { .. }
         | Event::Injected { .. }
+        | Event::EffectPrepared { .. }
+        | Event::EffectDiscarded { .. }
         | Event::Runtime { .. } => write_debug(out, event),
     }
 }
@@ -525,10 +527,19 @@ mod tests {
                 what: "tab\there \\ quote\" and \u{7f} \u{301} ünïcode".into(),
                 at_ms: u64::MAX,
             },
+            Event::EffectPrepared {
+                task_id: "t".into(),
+                effect_id: "export-t".into(),
+                at_ms: 11,
+            },
             Event::Effect {
                 task_id: "t".into(),
                 effect_id: "export-t".into(),
                 at_ms: 12,
+            },
+            Event::EffectDiscarded {
+                task_id: "t".into(),
+                at_ms: 13,
             },
             Event::Notified {
                 task_id: "t".into(),

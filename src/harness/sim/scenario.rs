@@ -17,6 +17,8 @@ pub const KNOWN_MARKS: &[&str] = &[
     "kill:after-publish",
     "kill:after-claim",
     "kill:after-effect",
+    "kill:after-prepare",
+    "kill:after-decide",
     "kill:after-completion",
     "kill:random",
     "pause",
@@ -61,6 +63,11 @@ pub const KNOWN_MARKS: &[&str] = &[
     "id-collision-refused",
     "claim-of-finished-task",
     "answers-echoed",
+    "cancel-beat-decide",
+    "decide-beat-cancel",
+    "effect-published-on-redelivery",
+    "effect-discarded-on-redelivery",
+    "effect-settled-by-sweeper",
 ];
 
 /// One scenario file: a workload, its faults and phases, the default seeds and the

@@ -201,6 +201,12 @@ fn candidates(scenario: &Scenario) -> Vec<Scenario> {
     for fewer in smaller(scenario.tenants) {
         let mut next = scenario.clone();
         next.tenants = fewer;
+        // The plan names one era per tenant: the dropped tenants' go with them.
+        next.plan
+            .as_mut()
+            .expect("pinned")
+            .client_eras
+            .truncate(fewer);
         out.push(next);
     }
     for fewer in smaller(scenario.tasks_per_tenant) {

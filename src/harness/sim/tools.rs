@@ -8,18 +8,28 @@ use crate::check::Event;
 use crate::contract::{TaskOutcome, TaskRecord, TaskSupport};
 use crate::mcp::tools::{Catalog, ToolSpec};
 use crate::mcp::wire::{self, RpcError};
-use crate::runtime::{BoxFuture, Env, InputAsk, Invocation, Notify, ToolStep, Tools};
+use crate::runtime::{BoxFuture, Effects, Env, InputAsk, Invocation, Notify, ToolStep, Tools};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// The export tool: works a while, then commits one effect per task into the sink. With
+/// The simulated world's effects: what export runs prepared and what settles published.
+#[derive(Debug, Default)]
+pub(super) struct Sink {
+    /// Prepared, not yet published or discarded: task id → effect id.
+    pub(super) prepared: BTreeMap<String, String>,
+    /// Published (visible to the world): task id → effect id.
+    pub(super) published: BTreeMap<String, String>,
+}
+
+/// The export tool: works a while, then prepares one effect per task in the sink (the
+/// runtime publishes or discards it, through [`SimEffects`]). With
 /// the run's breadth knobs, some tasks (chosen by a hash of their id, so no draw is made)
 /// end in a tool error or a JSON-RPC error instead, or leave a status message; a task
 /// that was answered echoes the answers it was given in its result.
 pub(super) struct Export {
-    pub(super) sink: Arc<Mutex<BTreeMap<String, String>>>,
+    pub(super) sink: Arc<Mutex<Sink>>,
     pub(super) history: Arc<History>,
     pub(super) tool_ms: (u64, u64),
     pub(super) breadth: Breadth,
@@ -94,18 +104,24 @@ impl Tools for Export {
                 }
                 Ending::Done { with_message } => with_message,
             };
-            // Idempotent per task: a redelivered task finds its effect and reuses it.
+            // Idempotent per task: a redelivered task finds its effect (prepared or
+            // published) and reuses it.
             let effect_id = {
                 let mut sink = sink.lock().expect("sink");
-                match sink.get(&task_id) {
+                let existing = sink
+                    .published
+                    .get(&task_id)
+                    .or_else(|| sink.prepared.get(&task_id))
+                    .cloned();
+                match existing {
                     Some(existing) => {
                         history.mark("effect-reused");
-                        existing.clone()
+                        existing
                     }
                     None => {
                         let effect_id = format!("export-{task_id}");
-                        sink.insert(task_id.clone(), effect_id.clone());
-                        history.push(Event::Effect {
+                        sink.prepared.insert(task_id.clone(), effect_id.clone());
+                        history.push(Event::EffectPrepared {
                             task_id: task_id.clone(),
                             effect_id: effect_id.clone(),
                             at_ms: SimEnv.now_ms(),
@@ -124,15 +140,55 @@ impl Tools for Export {
                 result["answers"] = serde_json::Value::Object(answers);
             }
             let outcome = TaskOutcome::Result { result };
-            if with_message {
+            let message = with_message.then(|| {
                 history.mark("status-message-set");
-                return ToolStep::FinishedWithMessage {
-                    outcome,
-                    message: format!("exported as {effect_id}"),
-                };
-            }
-            ToolStep::Finished(outcome)
+                format!("exported as {effect_id}")
+            });
+            ToolStep::Prepared { outcome, message }
         })
+    }
+}
+
+/// Publishes and discards the sink's prepared effects, each change an event the oracle
+/// reads (publish is [`Event::Effect`]: the effect became visible).
+pub(super) struct SimEffects {
+    pub(super) sink: Arc<Mutex<Sink>>,
+    pub(super) history: Arc<History>,
+}
+
+impl Effects for SimEffects {
+    fn publish(&self, task_id: &str) -> Result<bool, String> {
+        let mut sink = self.sink.lock().expect("sink");
+        let Some(effect_id) = sink.prepared.remove(task_id) else {
+            return Ok(false);
+        };
+        if sink.published.contains_key(task_id) {
+            return Ok(false);
+        }
+        sink.published.insert(task_id.to_owned(), effect_id.clone());
+        self.history.push(Event::Effect {
+            task_id: task_id.to_owned(),
+            effect_id,
+            at_ms: SimEnv.now_ms(),
+        });
+        Ok(true)
+    }
+
+    fn discard(&self, task_id: &str) -> Result<bool, String> {
+        let mut sink = self.sink.lock().expect("sink");
+        if sink.prepared.remove(task_id).is_none() {
+            return Ok(false);
+        }
+        self.history.push(Event::EffectDiscarded {
+            task_id: task_id.to_owned(),
+            at_ms: SimEnv.now_ms(),
+        });
+        Ok(true)
+    }
+
+    fn prepared(&self, limit_max: usize) -> Result<Vec<String>, String> {
+        let sink = self.sink.lock().expect("sink");
+        Ok(sink.prepared.keys().take(limit_max).cloned().collect())
     }
 }
 

@@ -10,7 +10,7 @@ use super::{
     history::History,
     outcome::{SimOutcome, trace_hash},
     recording::RecordingStore,
-    tools::{Export, SimCatalog, SimNotify},
+    tools::{Export, SimCatalog, SimEffects, SimNotify, Sink},
 };
 use crate::check::{self, CheckContext, Event, Injection, ServerFacts, Violation};
 use crate::mcp::{Server, ServerConfig};
@@ -179,7 +179,7 @@ pub(super) struct Shared {
     pub(super) server_facts: ServerFacts,
     pub(super) store: Arc<RecordingStore>,
     pub(super) queue: Arc<FaultyQueue>,
-    pub(super) sink: Arc<Mutex<BTreeMap<String, String>>>,
+    pub(super) sink: Arc<Mutex<Sink>>,
     pub(super) history: Arc<History>,
     pub(super) faults_on: Arc<std::sync::atomic::AtomicBool>,
     pub(super) sweep: Option<Sweep>,
@@ -192,37 +192,43 @@ pub(super) struct Shared {
 
 impl Shared {
     pub(super) fn runtime(&self, node: Arc<Mutex<Option<madsim::task::NodeId>>>) -> Arc<Runtime> {
-        Arc::new(Runtime::new(
-            self.store.clone(),
-            self.queue.clone(),
-            Arc::new(Export {
+        Arc::new(
+            Runtime::new(
+                self.store.clone(),
+                self.queue.clone(),
+                Arc::new(Export {
+                    sink: self.sink.clone(),
+                    history: self.history.clone(),
+                    tool_ms: (self.scenario.tool_ms[0], self.scenario.tool_ms[1]),
+                    breadth: self.breadth.clone(),
+                }),
+                Arc::new(SimEnv),
+                Arc::new(SimProbe {
+                    history: self.history.clone(),
+                    knobs: self.knobs.clone(),
+                    node,
+                    faults_on: self.faults_on.clone(),
+                    sweep: self.sweep,
+                    arrivals: self.sweep_arrivals.clone(),
+                }),
+                Arc::new(SimNotify {
+                    history: self.history.clone(),
+                }),
+                RuntimeConfig {
+                    republish_after_ms: 1_000,
+                    queue_lease_ms: 1_000,
+                    idle_ms: 40,
+                    dispatch_batch: 8,
+                    sweep_every_ms: 500,
+                    sweep_batch: self.breadth.sweep_batch.unwrap_or(64),
+                    retry_after_ms: 50,
+                },
+            )
+            .with_effects(Arc::new(SimEffects {
                 sink: self.sink.clone(),
                 history: self.history.clone(),
-                tool_ms: (self.scenario.tool_ms[0], self.scenario.tool_ms[1]),
-                breadth: self.breadth.clone(),
-            }),
-            Arc::new(SimEnv),
-            Arc::new(SimProbe {
-                history: self.history.clone(),
-                knobs: self.knobs.clone(),
-                node,
-                faults_on: self.faults_on.clone(),
-                sweep: self.sweep,
-                arrivals: self.sweep_arrivals.clone(),
-            }),
-            Arc::new(SimNotify {
-                history: self.history.clone(),
-            }),
-            RuntimeConfig {
-                republish_after_ms: 1_000,
-                queue_lease_ms: 1_000,
-                idle_ms: 40,
-                dispatch_batch: 8,
-                sweep_every_ms: 500,
-                sweep_batch: self.breadth.sweep_batch.unwrap_or(64),
-                retry_after_ms: 50,
-            },
-        ))
+            })),
+        )
     }
 }
 
@@ -311,9 +317,11 @@ pub(super) async fn simulate(
     if server_facts.poll_interval_ms != scenario.poll_interval_ms {
         history.mark("server-poll-interval");
     }
+    let sink: Arc<Mutex<Sink>> = Arc::default();
     let store = Arc::new(RecordingStore {
         inner,
         history: history.clone(),
+        sink: sink.clone(),
         up: std::sync::atomic::AtomicBool::new(true),
         id_collision_percent: breadth.id_collision_percent,
         issued: Mutex::new(Vec::new()),
@@ -331,7 +339,7 @@ pub(super) async fn simulate(
             knobs: knobs.clone(),
             faults_on: faults_on.clone(),
         }),
-        sink: Arc::default(),
+        sink,
         history: history.clone(),
         faults_on,
         sweep,
@@ -460,6 +468,11 @@ pub(super) async fn simulate(
     }
     let remaining = deadline_ms.saturating_sub(SimEnv.now_ms());
     madsim::time::sleep(Duration::from_millis(remaining.min(500))).await;
+    // A worker killed between decide and publish leaves its effect to the entry's
+    // redelivery, a lease later: give settles the rest of the liveness budget.
+    while !shared.sink.lock().expect("sink").prepared.is_empty() && SimEnv.now_ms() < deadline_ms {
+        madsim::time::sleep(Duration::from_millis(100)).await;
+    }
     let liveness_deadline_ms = SimEnv.now_ms();
 
     // The run is over: take the history rather than copy it.

@@ -58,7 +58,7 @@ pub mod wire;
 
 pub use server::{Server, ServerConfig, Session};
 
-use crate::runtime::{Env, MemoryQueue, NoProbe, Runtime, RuntimeConfig};
+use crate::runtime::{Env, MemoryQueue, NoProbe, Probe, Runtime, RuntimeConfig};
 use crate::store::TaskStore;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -82,6 +82,26 @@ impl Assembly {
         config: ServerConfig,
         runtime_config: RuntimeConfig,
     ) -> Assembly {
+        Assembly::with_probe(
+            store,
+            exports,
+            env,
+            config,
+            runtime_config,
+            Arc::new(NoProbe),
+        )
+    }
+
+    /// [`Assembly::new`] with a [`Probe`] the runtime passes its named points through
+    /// (`serve --hold-at` uses one to stop a worker where a crash test kills it).
+    pub fn with_probe(
+        store: Arc<dyn TaskStore>,
+        exports: PathBuf,
+        env: Arc<dyn Env>,
+        config: ServerConfig,
+        runtime_config: RuntimeConfig,
+        probe: Arc<dyn Probe>,
+    ) -> Assembly {
         let tools = Arc::new(tools::ExampleTools {
             exports,
             store: store.clone(),
@@ -94,15 +114,18 @@ impl Assembly {
             env.clone(),
             config,
         ));
-        let runtime = Arc::new(Runtime::new(
-            store,
-            Arc::new(MemoryQueue::default()),
-            tools,
-            env,
-            Arc::new(NoProbe),
-            server.clone(),
-            runtime_config,
-        ));
+        let runtime = Arc::new(
+            Runtime::new(
+                store,
+                Arc::new(MemoryQueue::default()),
+                tools.clone(),
+                env,
+                probe,
+                server.clone(),
+                runtime_config,
+            )
+            .with_effects(tools),
+        );
         Assembly { server, runtime }
     }
 }

@@ -534,7 +534,10 @@ impl Server {
                 .call_with_input(name, arguments, &responses)
                 .await
             {
-                ToolStep::Finished(outcome) | ToolStep::FinishedWithMessage { outcome, .. } => {
+                // A synchronous call has no task to decide: its tool publishes itself.
+                ToolStep::Finished(outcome)
+                | ToolStep::FinishedWithMessage { outcome, .. }
+                | ToolStep::Prepared { outcome, .. } => {
                     super::server::answer_of(outcome).map(complete)
                 }
                 ToolStep::NeedsInput(ask) => {

@@ -524,9 +524,10 @@ impl Server {
             }
             Decision::AcceptNormal => {
                 match self.tools.call(name, arguments, None).await {
-                    ToolStep::Finished(outcome) | ToolStep::FinishedWithMessage { outcome, .. } => {
-                        answer_of(outcome)
-                    }
+                    // A synchronous call has no task to decide: its tool publishes itself.
+                    ToolStep::Finished(outcome)
+                    | ToolStep::FinishedWithMessage { outcome, .. }
+                    | ToolStep::Prepared { outcome, .. } => answer_of(outcome),
                     // Input can only be asked of a task's requestor.
                     ToolStep::NeedsInput(ask) => Ok(json!({
                         "content": [{ "type": "text", "text": ask.message }],

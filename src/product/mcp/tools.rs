@@ -1,10 +1,14 @@
 //! The built-in example tools `tasklatch serve` offers, one per `taskSupport` value:
 //!
-//! - `export` (`optional`): a long-running side effect. It works for `delay_ms`, checking
-//!   between slices whether its task was cancelled, then commits one export file
-//!   `<exports>/<task id>.json`, idempotently: a redelivered task finds its file and
-//!   reuses it, so a crash between the effect and the completion write never exports
-//!   twice. Called without a task it runs synchronously under a fresh random id. With
+//! - `export` (`optional`): a long-running side effect, deferred (prepare → decide →
+//!   publish, [`crate::runtime::effect`]). It works for `delay_ms`, checking between slices
+//!   whether its task was cancelled, then *prepares* its file whole and invisible as
+//!   `<exports>/.<task id>.json.tmp`. The runtime publishes it (a rename to
+//!   `<exports>/<task id>.json`) only once the task's completion is decided, and removes it
+//!   if a cancel won instead: a cancelled export leaves no file. Everything is idempotent by
+//!   task id: a redelivered task finds its file (or its prepared file) and reuses it, so a
+//!   crash anywhere never exports twice. Called without a task it runs synchronously under
+//!   a fresh random id and publishes at once. With
 //!   `confirm: true` it first asks its requestor (`input_required`, one
 //!   `elicitation/create` with `requestedSchema` `{confirm: boolean}`, under the key
 //!   `confirm`): accepted with `confirm: true`, it exports; anything else (declined,
@@ -20,10 +24,10 @@
 
 use super::wire::RpcError;
 use crate::contract::{InputMap, TaskOutcome, TaskStatus, TaskSupport};
-use crate::runtime::{BoxFuture, Env, InputAsk, Invocation, ToolStep, Tools};
+use crate::runtime::{BoxFuture, Effects, Env, InputAsk, Invocation, ToolStep, Tools};
 use crate::store::TaskStore;
 use serde_json::{Map, Value, json};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// One tool as `tools/list` shows it.
@@ -429,18 +433,33 @@ async fn export(
     {
         return failed(format!("export {id} stopped: its task was cancelled"));
     }
-    match commit_export(&exports, &id, &name, rows) {
-        Ok(path) => ToolStep::Finished(TaskOutcome::Result {
-            result: json!({
-                "content": [{
-                    "type": "text",
-                    "text": format!("exported {rows} rows of {name} as export-{id} ({})", path.display()),
-                }],
-                "structuredContent": { "export": format!("export-{id}"), "rows": rows },
-                "isError": false,
-            }),
+    let written = prepare_export(&exports, &id, &name, rows, &*env).and_then(|()| {
+        if task_id.is_none() {
+            // Nothing can cancel a synchronous call: publish at once.
+            publish_export(&exports, &id)?;
+        }
+        Ok(())
+    });
+    if let Err(error) = written {
+        return failed(format!("export {id} could not be written: {error}"));
+    }
+    let path = export_path(&exports, &id);
+    let outcome = TaskOutcome::Result {
+        result: json!({
+            "content": [{
+                "type": "text",
+                "text": format!("exported {rows} rows of {name} as export-{id} ({})", path.display()),
+            }],
+            "structuredContent": { "export": format!("export-{id}"), "rows": rows },
+            "isError": false,
         }),
-        Err(error) => failed(format!("export {id} could not be written: {error}")),
+    };
+    match task_id {
+        Some(_) => ToolStep::Prepared {
+            outcome,
+            message: None,
+        },
+        None => ToolStep::Finished(outcome),
     }
 }
 
@@ -516,28 +535,113 @@ fn failed(text: String) -> ToolStep {
     })
 }
 
-/// Writes `<exports>/<id>.json` once: an existing file is the committed export (a
-/// redelivery after a crash), a new one is written whole (temporary file, fsync, rename).
-fn commit_export(
-    exports: &std::path::Path,
+/// The published export of `id`.
+fn export_path(exports: &Path, id: &str) -> PathBuf {
+    exports.join(format!("{id}.json"))
+}
+
+/// The prepared, unpublished export of `id` (a dot-file: hidden from listings).
+fn prepared_path(exports: &Path, id: &str) -> PathBuf {
+    exports.join(format!(".{id}{PREPARED_SUFFIX}"))
+}
+
+/// How a prepared export's file name ends, after `.<id>`.
+const PREPARED_SUFFIX: &str = ".json.tmp";
+
+/// Prepares `<exports>/.<id>.json.tmp`, whole (written under a name of its own, fsynced,
+/// renamed), unless the export is already published or prepared (a redelivery). The file's
+/// content follows from the arguments alone, so two racing deliveries prepare the same.
+fn prepare_export(
+    exports: &Path,
     id: &str,
     name: &str,
     rows: u64,
-) -> std::io::Result<PathBuf> {
+    env: &dyn Env,
+) -> std::io::Result<()> {
     use std::io::Write as _;
-    let path = exports.join(format!("{id}.json"));
-    if path.exists() {
-        return Ok(path);
+    let prepared = prepared_path(exports, id);
+    if export_path(exports, id).exists() || prepared.exists() {
+        return Ok(());
     }
     std::fs::create_dir_all(exports)?;
-    let temporary = exports.join(format!(".{id}.partial"));
-    let mut file = std::fs::File::create(&temporary)?;
-    file.write_all(
-        serde_json::to_string(&json!({ "export": id, "name": name, "rows": rows }))
-            .expect("a JSON value serialises")
-            .as_bytes(),
-    )?;
-    file.sync_all()?;
-    std::fs::rename(&temporary, &path)?;
-    Ok(path)
+    let partial = exports.join(format!(".{id}.{:016x}.part", env.random_u64()));
+    let written = (|| {
+        let mut file = std::fs::File::create(&partial)?;
+        file.write_all(
+            serde_json::to_string(&json!({ "export": id, "name": name, "rows": rows }))
+                .expect("a JSON value serialises")
+                .as_bytes(),
+        )?;
+        file.sync_all()?;
+        std::fs::rename(&partial, &prepared)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    written
+}
+
+/// Publishes `id`'s prepared export (rename, then fsync of the folder so the rename is
+/// durable before the outbox entry is acknowledged). `Ok(true)` when this call published.
+fn publish_export(exports: &Path, id: &str) -> std::io::Result<bool> {
+    let (prepared, path) = (prepared_path(exports, id), export_path(exports, id));
+    if path.exists() {
+        // Published already; a late duplicate may have prepared a second copy.
+        remove_if_present(&prepared)?;
+        return Ok(false);
+    }
+    match std::fs::rename(&prepared, &path) {
+        Ok(()) => {
+            std::fs::File::open(exports)?.sync_all()?;
+            Ok(true)
+        }
+        // Nothing prepared, or a racing settler published it first.
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
+fn remove_if_present(path: &Path) -> std::io::Result<bool> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
+/// The example tools' deferred effects are the exports: publish renames a prepared file
+/// into place, discard removes it, and the sweeper finds prepared files by name.
+impl Effects for ExampleTools {
+    fn publish(&self, task_id: &str) -> Result<bool, String> {
+        publish_export(&self.exports, task_id)
+            .map_err(|error| format!("{}: {error}", self.exports.display()))
+    }
+
+    fn discard(&self, task_id: &str) -> Result<bool, String> {
+        remove_if_present(&prepared_path(&self.exports, task_id))
+            .map_err(|error| format!("{}: {error}", self.exports.display()))
+    }
+
+    fn prepared(&self, limit_max: usize) -> Result<Vec<String>, String> {
+        let entries = match std::fs::read_dir(&self.exports) {
+            Ok(entries) => entries,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) => return Err(format!("{}: {error}", self.exports.display())),
+        };
+        let mut ids = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let id = name
+                .to_str()
+                .and_then(|name| name.strip_prefix('.'))
+                .and_then(|name| name.strip_suffix(PREPARED_SUFFIX));
+            if let Some(id) = id {
+                ids.push(id.to_owned());
+            }
+        }
+        // Directory order is the file system's: sort, so a capped batch is stable.
+        ids.sort();
+        ids.truncate(limit_max);
+        Ok(ids)
+    }
 }

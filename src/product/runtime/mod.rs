@@ -17,9 +17,11 @@
 //! stops when the shutdown flag is set (or its node is killed, in the simulation).
 //! [`Probe`] marks the named points of docs/design.md §7 so the simulation can kill there.
 
+pub mod effect;
 pub mod env;
 pub mod queue;
 
+pub use effect::{Effects, MemoryEffects, NoEffects, Settled};
 pub use env::{BoxFuture, Env, TokioEnv};
 pub use queue::{Delivery, MemoryQueue, Message, Queue, QueueError, Receipt};
 
@@ -37,9 +39,17 @@ pub enum Point {
     AfterPublish,
     /// Worker: message received and task read, side effect not yet run.
     AfterClaim,
-    /// Worker: side effect done, completion not yet written.
+    /// Worker: the tool ran (a deferred effect is prepared, an immediate one done),
+    /// completion not yet written.
     AfterEffect,
-    /// Worker: completion written, outbox and message not yet acknowledged.
+    /// Worker: the tool prepared a deferred effect (invisible); completion not yet decided.
+    /// Passed only by runs that answered [`ToolStep::Prepared`].
+    AfterPrepare,
+    /// Worker: the completion compare-and-swap answered (whoever won); the prepared effect
+    /// is neither published nor discarded, the outbox entry not acknowledged.
+    AfterDecide,
+    /// Worker: completion written and effect settled; outbox and message not yet
+    /// acknowledged.
     AfterCompletion,
 }
 
@@ -59,11 +69,13 @@ impl<'de> serde::Deserialize<'de> for Point {
 
 impl Point {
     /// Every point, in the order a task passes them.
-    pub const ALL: [Point; 5] = [
+    pub const ALL: [Point; 7] = [
         Point::AfterOutboxClaim,
         Point::AfterPublish,
         Point::AfterClaim,
         Point::AfterEffect,
+        Point::AfterPrepare,
+        Point::AfterDecide,
         Point::AfterCompletion,
     ];
 
@@ -85,6 +97,8 @@ impl Point {
             Point::AfterPublish => "after-publish",
             Point::AfterClaim => "after-claim",
             Point::AfterEffect => "after-effect",
+            Point::AfterPrepare => "after-prepare",
+            Point::AfterDecide => "after-decide",
             Point::AfterCompletion => "after-completion",
         }
     }
@@ -136,6 +150,16 @@ pub enum ToolStep {
         /// The task's `statusMessage` from now on.
         message: String,
     },
+    /// The final outcome of a run that *prepared* its side effect under the task id
+    /// without making it visible: the runtime publishes it once the completion is decided
+    /// and discards it if the task ends any other way ([`effect`]). Only a task's run
+    /// prepares; a synchronous call makes its effect visible itself.
+    Prepared {
+        /// The outcome, as in [`ToolStep::Finished`].
+        outcome: TaskOutcome,
+        /// The task's `statusMessage` from now on, if the tool sets one.
+        message: Option<String>,
+    },
     /// The tool needs the requestor first: the task moves to `input_required` with these
     /// questions, and runs again (with the answers in `Invocation::task.input_responses`)
     /// once they are answered.
@@ -153,7 +177,9 @@ pub struct InputAsk {
 }
 
 /// Runs tools: the side effect. Must be idempotent per task id (a task may be delivered
-/// again after a crash between its effect and its completion write).
+/// again after a crash between its effect and its completion write). A tool whose effect
+/// can wait prepares it and answers [`ToolStep::Prepared`]; the runtime's [`Effects`]
+/// publishes or discards it.
 pub trait Tools: Send + Sync {
     /// Runs the tool the invocation names, to its outcome or to a request for input.
     fn run(&self, invocation: Invocation) -> BoxFuture<'static, ToolStep>;
@@ -230,6 +256,7 @@ pub struct Runtime {
     store: Arc<dyn TaskStore>,
     queue: Arc<dyn Queue>,
     tools: Arc<dyn Tools>,
+    effects: Arc<dyn Effects>,
     env: Arc<dyn Env>,
     probe: Arc<dyn Probe>,
     notify: Arc<dyn Notify>,
@@ -267,6 +294,7 @@ impl Runtime {
             store,
             queue,
             tools,
+            effects: Arc::new(NoEffects),
             env,
             probe,
             notify,
@@ -274,6 +302,13 @@ impl Runtime {
             counters: Counters::default(),
             shutdown: AtomicBool::new(false),
         }
+    }
+
+    /// The runtime with `effects` publishing and discarding what its tools prepare
+    /// ([`ToolStep::Prepared`]); without one, nothing prepared is ever published.
+    pub fn with_effects(mut self, effects: Arc<dyn Effects>) -> Runtime {
+        self.effects = effects;
+        self
     }
 
     /// Asks every loop to stop after its current step.
@@ -299,7 +334,11 @@ impl Runtime {
         let mut published = 0;
         for claim in claims {
             if claim.task_status.is_terminal() {
-                // Finished (its worker died before acking): retire the entry.
+                // Finished (its worker died before acking): settle its effect, which that
+                // worker may have left undone, then retire the entry.
+                let settled =
+                    effect::settle(&*self.effects, &claim.task_id, Some(claim.task_status))?;
+                self.observe_late_settle(settled, &claim.task_id);
                 self.store
                     .ack(&claim.task_id, claim.attempt, self.env.now_ms())?;
                 continue;
@@ -339,17 +378,24 @@ impl Runtime {
             .get(&message.auth_key, &message.task_id, now_ms)?;
         let task = match (answer.decision, answer.record) {
             (Decision::ReturnStatus, Some(task)) if !task.status.is_terminal() => task,
-            (Decision::ReturnStatus, Some(_terminal)) => {
+            (Decision::ReturnStatus, Some(terminal)) => {
                 self.counters
                     .duplicates_absorbed
                     .fetch_add(1, Ordering::Relaxed);
                 self.probe.observe("duplicate-absorbed", &message.task_id);
+                // Its worker may have died between decide and publish: finish the settle.
+                let settled =
+                    effect::settle(&*self.effects, &message.task_id, Some(terminal.status))?;
+                self.observe_late_settle(settled, &message.task_id);
                 self.finish(&delivery)?;
                 return Ok(WorkStep::Absorbed);
             }
-            _ => {
-                // Gone or expired: nothing to run; the sweeper retires what is left.
+            (_, record) => {
+                // Gone or expired: nothing to run; what it prepared follows its stored
+                // status; the sweeper retires what is left.
                 self.probe.observe("expired-before-run", &message.task_id);
+                let status = effect::status_to_settle(record.as_ref(), now_ms);
+                effect::settle(&*self.effects, &message.task_id, status)?;
                 self.queue.ack(delivery.receipt).map_err(queue_error)?;
                 return Ok(WorkStep::Absorbed);
             }
@@ -371,6 +417,10 @@ impl Runtime {
         let (outcome, message) = match step {
             ToolStep::Finished(outcome) => (outcome, None),
             ToolStep::FinishedWithMessage { outcome, message } => (outcome, Some(message)),
+            ToolStep::Prepared { outcome, message } => {
+                self.probe.at(Point::AfterPrepare, &task.task_id).await;
+                (outcome, message)
+            }
             ToolStep::NeedsInput(ask) => {
                 let mut requests = ask.requests;
                 if let Some(answered) = &task.input_responses {
@@ -421,39 +471,57 @@ impl Runtime {
             TaskOutcome::Result { .. } => TaskStatus::Completed,
             TaskOutcome::RpcError { .. } => TaskStatus::Failed,
         };
-        let written = self.store.transition(&TransitionCommand {
-            task_id: task.task_id.clone(),
-            caller: task.auth_key.clone(),
-            expected_version: task.version,
-            next,
-            outcome: Some(outcome),
-            status_message,
-            now_ms: self.env.now_ms(),
-            input_requests: None,
-        })?;
-        self.probe.at(Point::AfterCompletion, &task.task_id).await;
+        let written = effect::decide(
+            &*self.store,
+            &*self.effects,
+            &TransitionCommand {
+                task_id: task.task_id.clone(),
+                caller: task.auth_key.clone(),
+                expected_version: task.version,
+                next,
+                outcome: Some(outcome),
+                status_message,
+                now_ms: self.env.now_ms(),
+                input_requests: None,
+            },
+        )?;
+        self.probe.at(Point::AfterDecide, &task.task_id).await;
+        let stored = written.record.as_ref().map(|record| record.status);
         match written.decision {
             Decision::ApplyTransition => {
                 self.counters
                     .completions_applied
                     .fetch_add(1, Ordering::Relaxed);
+                // Published before anyone is told, so a reader told `completed` finds it.
+                effect::settle(&*self.effects, &task.task_id, stored)?;
                 if let Some(record) = &written.record {
                     self.notify.status_changed(record);
                 }
+                self.probe.at(Point::AfterCompletion, &task.task_id).await;
                 self.finish(delivery)?;
             }
             Decision::IdempotentTerminal | Decision::BlockTerminalRewrite => {
-                // Someone else finished it (or it was cancelled): the stored fact stands.
+                // Someone else finished it (or it was cancelled): the stored fact stands,
+                // and the effect follows it.
                 self.counters.writes_refused.fetch_add(1, Ordering::Relaxed);
+                if stored == Some(TaskStatus::Cancelled) {
+                    self.probe.observe("cancel-beat-decide", &task.task_id);
+                }
+                effect::settle(&*self.effects, &task.task_id, stored)?;
+                self.probe.at(Point::AfterCompletion, &task.task_id).await;
                 self.finish(delivery)?;
             }
             Decision::BlockStaleVersion | Decision::BlockIllegalTransition => {
+                // Still live (e.g. answered input meanwhile): what this run prepared waits
+                // for the run that decides; that run prepares again, idempotently.
                 self.counters.writes_refused.fetch_add(1, Ordering::Relaxed);
                 return self.retry_later(delivery);
             }
             _ => {
                 // Expired, gone or not ours: nothing more to do for this message.
                 self.counters.writes_refused.fetch_add(1, Ordering::Relaxed);
+                let status = effect::status_to_settle(written.record.as_ref(), self.env.now_ms());
+                effect::settle(&*self.effects, &task.task_id, status)?;
                 self.queue.ack(delivery.receipt).map_err(queue_error)?;
             }
         }
@@ -482,9 +550,40 @@ impl Runtime {
         Ok(())
     }
 
-    /// One sweeper round: expired tasks deleted, expired outbox leases freed.
+    /// Marks a settle done on behalf of a worker that died before it.
+    fn observe_late_settle(&self, settled: Settled, task_id: &str) {
+        match settled {
+            Settled::Published(true) => self
+                .probe
+                .observe("effect-published-on-redelivery", task_id),
+            Settled::Discarded(true) => self
+                .probe
+                .observe("effect-discarded-on-redelivery", task_id),
+            _ => {}
+        }
+    }
+
+    /// One sweeper round: the prepared effects of tasks that ended or are gone settled (a
+    /// worker died holding them after its entry was retired, or before its task expired),
+    /// then expired tasks deleted — after, so a completed task's effect is published while
+    /// its record still says so — and expired outbox leases freed.
     pub fn sweep_once(&self) -> Result<(usize, usize), StoreError> {
         let now_ms = self.env.now_ms();
+        let prepared = self
+            .effects
+            .prepared(self.config.sweep_batch)
+            .map_err(|cause| StoreError::Backend {
+                operation: "list prepared side effects",
+                cause,
+            })?;
+        for task_id in prepared.iter().take(self.config.sweep_batch) {
+            let status = effect::status_to_settle(self.store.read(task_id)?.as_ref(), now_ms);
+            if let Settled::Published(true) | Settled::Discarded(true) =
+                effect::settle(&*self.effects, task_id, status)?
+            {
+                self.probe.observe("effect-settled-by-sweeper", task_id);
+            }
+        }
         let swept = self.store.sweep_expired(now_ms, self.config.sweep_batch)?;
         let released = self.store.release_expired_leases(now_ms)?;
         Ok((swept, released))

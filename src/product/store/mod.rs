@@ -380,30 +380,31 @@ pub trait TaskStore: Send + Sync {
 }
 
 /// Implements [`TaskStore`] for a wrapper by forwarding every operation to the store
-/// `$inner` evaluates to (with `$this` bound to `&self`).
+/// `$inner` evaluates to (with `$this` bound to `&self`), each call made inside `$around`
+/// (a function taking the call as a closure; by default it just calls it).
 macro_rules! delegate_task_store {
-    ([$($generics:tt)*] $ty:ty, |$this:ident| $inner:expr) => {
+    ([$($generics:tt)*] $ty:ty, |$this:ident| $inner:expr, around $around:path) => {
         impl<$($generics)*> $crate::store::TaskStore for $ty {
             fn create(
                 &self,
                 command: &$crate::store::CreateCommand,
             ) -> Result<$crate::store::Answer, $crate::store::StoreError> {
                 let $this = self;
-                $inner.create(command)
+                $around(|| $inner.create(command))
             }
             fn transition(
                 &self,
                 command: &$crate::store::TransitionCommand,
             ) -> Result<$crate::store::Answer, $crate::store::StoreError> {
                 let $this = self;
-                $inner.transition(command)
+                $around(|| $inner.transition(command))
             }
             fn read(
                 &self,
                 task_id: &str,
             ) -> Result<Option<$crate::contract::TaskRecord>, $crate::store::StoreError> {
                 let $this = self;
-                $inner.read(task_id)
+                $around(|| $inner.read(task_id))
             }
             fn get(
                 &self,
@@ -412,7 +413,7 @@ macro_rules! delegate_task_store {
                 now_ms: u64,
             ) -> Result<$crate::store::Answer, $crate::store::StoreError> {
                 let $this = self;
-                $inner.get(caller, task_id, now_ms)
+                $around(|| $inner.get(caller, task_id, now_ms))
             }
             fn result(
                 &self,
@@ -421,7 +422,7 @@ macro_rules! delegate_task_store {
                 now_ms: u64,
             ) -> Result<$crate::store::Answer, $crate::store::StoreError> {
                 let $this = self;
-                $inner.result(caller, task_id, now_ms)
+                $around(|| $inner.result(caller, task_id, now_ms))
             }
             fn cancel(
                 &self,
@@ -431,21 +432,21 @@ macro_rules! delegate_task_store {
                 now_ms: u64,
             ) -> Result<$crate::store::Answer, $crate::store::StoreError> {
                 let $this = self;
-                $inner.cancel(negotiated, caller, task_id, now_ms)
+                $around(|| $inner.cancel(negotiated, caller, task_id, now_ms))
             }
             fn answer_input(
                 &self,
                 command: &$crate::store::InputCommand,
             ) -> Result<$crate::store::Answer, $crate::store::StoreError> {
                 let $this = self;
-                $inner.answer_input(command)
+                $around(|| $inner.answer_input(command))
             }
             fn list(
                 &self,
                 query: &$crate::store::ListQuery,
             ) -> Result<$crate::store::ListPage, $crate::store::StoreError> {
                 let $this = self;
-                $inner.list(query)
+                $around(|| $inner.list(query))
             }
             fn claim(
                 &self,
@@ -455,7 +456,7 @@ macro_rules! delegate_task_store {
                 max: usize,
             ) -> Result<Vec<$crate::store::OutboxClaim>, $crate::store::StoreError> {
                 let $this = self;
-                $inner.claim(worker, now_ms, lease_ms, max)
+                $around(|| $inner.claim(worker, now_ms, lease_ms, max))
             }
             fn ack(
                 &self,
@@ -464,14 +465,14 @@ macro_rules! delegate_task_store {
                 now_ms: u64,
             ) -> Result<bool, $crate::store::StoreError> {
                 let $this = self;
-                $inner.ack(task_id, attempt, now_ms)
+                $around(|| $inner.ack(task_id, attempt, now_ms))
             }
             fn release_expired_leases(
                 &self,
                 now_ms: u64,
             ) -> Result<usize, $crate::store::StoreError> {
                 let $this = self;
-                $inner.release_expired_leases(now_ms)
+                $around(|| $inner.release_expired_leases(now_ms))
             }
             fn sweep_expired(
                 &self,
@@ -479,22 +480,54 @@ macro_rules! delegate_task_store {
                 max: usize,
             ) -> Result<usize, $crate::store::StoreError> {
                 let $this = self;
-                $inner.sweep_expired(now_ms, max)
+                $around(|| $inner.sweep_expired(now_ms, max))
             }
             fn import(
                 &self,
                 records: &[$crate::contract::TaskRecord],
             ) -> Result<(), $crate::store::StoreError> {
                 let $this = self;
-                $inner.import(records)
+                $around(|| $inner.import(records))
             }
         }
+    };
+    ([$($generics:tt)*] $ty:ty, |$this:ident| $inner:expr) => {
+        $crate::store::delegate_task_store!(
+            [$($generics)*] $ty, |$this| $inner, around $crate::store::call_now
+        );
     };
     ($ty:ty, |$this:ident| $inner:expr) => {
         $crate::store::delegate_task_store!([] $ty, |$this| $inner);
     };
 }
 pub(crate) use delegate_task_store;
+
+/// Calls `call`: the default `around` of [`delegate_task_store`].
+#[doc(hidden)]
+pub fn call_now<T>(call: impl FnOnce() -> T) -> T {
+    call()
+}
+
+/// A store whose operations block their thread on their own I/O runtime (the synchronous
+/// `postgres` client drives a private tokio runtime), made callable from async code: on a
+/// worker thread of a multi-threaded tokio runtime each operation runs in
+/// `tokio::task::block_in_place` (which hands the thread's other tasks to other workers
+/// and lets the client start its own runtime); anywhere else it is called as it is.
+/// `open_store` wraps every PostgreSQL store in one; `tasklatch serve` needs it.
+pub struct OffRuntime<S>(pub S);
+
+/// Runs `call` where it may block and start a runtime of its own (see [`OffRuntime`]).
+#[doc(hidden)]
+pub fn off_runtime<T>(call: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(call)
+        }
+        _ => call(),
+    }
+}
+
+delegate_task_store!([S: TaskStore] OffRuntime<S>, |this| (this.0), around off_runtime);
 
 // A shared store is a store: several handles (threads, nodes) on one `Arc`; a boxed one
 // too. Both forward `get` and `result` as well, so a store's own versions of those are kept.
@@ -507,7 +540,9 @@ pub fn open_store(url: &str, options: &StoreOptions) -> Result<Box<dyn TaskStore
         StoreUrl::Memory => Ok(Box::new(MemoryStore::open(options)?)),
         StoreUrl::Sqlite(sqlite) => Ok(Box::new(SqliteStore::open(&sqlite, options)?)),
         #[cfg(feature = "postgres")]
-        StoreUrl::Postgres(url) => Ok(Box::new(PostgresStore::open(&url, None, options)?)),
+        StoreUrl::Postgres(url) => Ok(Box::new(OffRuntime(off_runtime(|| {
+            PostgresStore::open(&url, None, options)
+        })?))),
         #[cfg(not(feature = "postgres"))]
         StoreUrl::Postgres(_) => Err(StoreError::Url {
             url: url.to_owned(),

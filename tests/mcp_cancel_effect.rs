@@ -1,0 +1,394 @@
+//! Cancelled means no effect, with real processes: `tasklatch serve --http` over SQLite and
+//! (with `--features postgres`, when a PostgreSQL is available) PostgreSQL, running the
+//! `export` tool, whose file is prepared invisibly, published only once the task's
+//! completion is decided, and discarded when a cancel won the latch.
+//!
+//! - A worker held right after preparing (`serve --hold-at after-prepare:MS`): the cancel
+//!   sent then wins, and no export file appears, whether the worker goes on or the process
+//!   is SIGKILLed there and restarted.
+//! - A worker held right after deciding (`--hold-at after-decide:MS`) and SIGKILLed there:
+//!   the task is stored completed with its file only prepared; the restarted server's
+//!   redelivery publishes it, once.
+//! - 300 cancels aimed at the completion moment of a 100-ms export (90–110 % of its
+//!   measured duration): none ends cancelled with its file, and every completed one has it.
+
+mod http_client;
+mod support;
+
+use serde_json::{Value, json};
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+use support::Killed;
+use tasklatch::contract::TaskStatus;
+use tasklatch::store::{StoreOptions, open_store};
+
+const TOKEN: &str = "token-effect-0001";
+/// How long a killed server's leased task waits before it is delivered again.
+const LEASE_MS: u64 = 1_000;
+/// Rounds of aimed cancels per store.
+const AIMED_ROUNDS: usize = 300;
+/// Clients sending them side by side.
+const AIMED_CLIENTS: usize = 3;
+
+/// One `tasklatch serve --http` process, its address and its stderr lines.
+struct Serve {
+    _process: Killed,
+    address: String,
+    /// In a mutex so that clients on several threads may share the server.
+    stderr: std::sync::Mutex<Receiver<String>>,
+}
+
+impl Serve {
+    fn start(store: &str, exports: &Path, folder: &Path, extra: &[&str]) -> Serve {
+        let tokens = folder.join("tokens.json");
+        std::fs::write(
+            &tokens,
+            format!(r#"{{"tokens": {{"{TOKEN}": "tenant-a/alice"}}}}"#),
+        )
+        .expect("tokens");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tasklatch"))
+            .args([
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+                "--store",
+                store,
+                "--tokens",
+            ])
+            .arg(&tokens)
+            .arg("--exports")
+            .arg(exports)
+            .args(["--lease-ms", &LEASE_MS.to_string(), "--workers", "3"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the server starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let stderr = child.stderr.take().expect("stderr");
+        let process = Killed(child);
+        let (send, receive) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).expect("a line");
+        let address = line
+            .trim()
+            .strip_prefix("listening http://")
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .unwrap_or_else(|| panic!("expected `listening http://ADDR/mcp`, got {line:?}"))
+            .to_owned();
+        Serve {
+            _process: process,
+            address,
+            stderr: std::sync::Mutex::new(receive),
+        }
+    }
+
+    /// Waits for a worker to say it holds `task_id` at `point`.
+    fn held(&self, point: &str, task_id: &str) {
+        let wanted = format!("hold {point} {task_id}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stderr.lock().expect("stderr").recv_timeout(left) {
+                Ok(line) if line == wanted => return,
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+                    panic!("no worker held {task_id} at {point}")
+                }
+            }
+        }
+    }
+
+    /// What the server wrote on stderr so far (not yet read).
+    fn said(&self) -> String {
+        let lines = self.stderr.lock().expect("stderr");
+        std::iter::from_fn(|| lines.try_recv().ok())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn kill(self) {
+        drop(self);
+    }
+}
+
+/// A client of one server: its session.
+struct Client<'s> {
+    serve: &'s Serve,
+    session: String,
+}
+
+impl Client<'_> {
+    fn of(serve: &Serve) -> Client<'_> {
+        let session = http_client::initialize(&serve.address, TOKEN).expect("initialize");
+        Client { serve, session }
+    }
+
+    /// The JSON-RPC answer to a request.
+    fn answer(&self, method: &str, params: Value) -> Value {
+        let message = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+        http_client::rpc(&self.serve.address, TOKEN, Some(&self.session), &message)
+            .unwrap_or_else(|error| panic!("{method}: {error}"))
+            .json()
+    }
+
+    /// The `result` of a request, which must come.
+    fn call(&self, method: &str, params: Value) -> Value {
+        let answer = self.answer(method, params);
+        assert!(
+            answer["result"].is_object(),
+            "{method}: {answer}\nthe server said:\n{}",
+            self.serve.said()
+        );
+        answer["result"].clone()
+    }
+
+    fn export(&self, delay_ms: u64) -> String {
+        let created = self.call(
+            "tools/call",
+            json!({
+                "name": "export",
+                "arguments": { "name": "effect", "delay_ms": delay_ms },
+                "task": { "ttl": 600_000 },
+            }),
+        );
+        created["task"]["taskId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a task: {created}"))
+            .to_owned()
+    }
+
+    fn status(&self, task_id: &str) -> String {
+        self.call("tasks/get", json!({ "taskId": task_id }))["status"]
+            .as_str()
+            .unwrap_or("?")
+            .to_owned()
+    }
+
+    fn cancel(&self, task_id: &str) -> Value {
+        self.call("tasks/cancel", json!({ "taskId": task_id }))
+    }
+
+    /// Polls every 5 ms until the task is terminal; its status.
+    fn terminal(&self, task_id: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let status = self.status(task_id);
+            if matches!(status.as_str(), "completed" | "failed" | "cancelled") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "{task_id} stayed {status}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+fn published(exports: &Path, task_id: &str) -> PathBuf {
+    exports.join(format!("{task_id}.json"))
+}
+
+fn prepared(exports: &Path, task_id: &str) -> PathBuf {
+    exports.join(format!(".{task_id}.json.tmp"))
+}
+
+/// Waits up to 5 s for `done`.
+fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !done() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn stored_status(store: &str, task_id: &str) -> TaskStatus {
+    open_store(store, &StoreOptions::default())
+        .expect("the store opens")
+        .read(task_id)
+        .expect("read")
+        .expect("the task is kept")
+        .status
+}
+
+/// Every part of the file's story on one store.
+fn cancelled_means_no_effect(label: &str, store: &str, folder: &Path) {
+    let exports = folder.join("exports");
+
+    // A cancel while the worker holds the prepared export: the worker goes on and loses.
+    let serve = Serve::start(store, &exports, folder, &["--hold-at", "after-prepare:300"]);
+    let client = Client::of(&serve);
+    for round in 0..3 {
+        let task_id = client.export(50);
+        serve.held("after-prepare", &task_id);
+        assert!(
+            prepared(&exports, &task_id).exists(),
+            "{label} {round}: prepared"
+        );
+        assert_eq!(client.cancel(&task_id)["status"], "cancelled");
+        eventually("the prepared export discarded", || {
+            !prepared(&exports, &task_id).exists()
+        });
+        assert_eq!(client.status(&task_id), "cancelled", "{label} {round}");
+        assert!(
+            !published(&exports, &task_id).exists(),
+            "{label} {round}: a cancelled export left its file"
+        );
+    }
+
+    // The same, killed while it holds: the restarted server discards what it prepared.
+    let task_id = client.export(50);
+    serve.held("after-prepare", &task_id);
+    assert_eq!(client.cancel(&task_id)["status"], "cancelled");
+    serve.kill();
+    assert!(
+        prepared(&exports, &task_id).exists(),
+        "{label}: left prepared"
+    );
+    let serve = Serve::start(store, &exports, folder, &[]);
+    eventually("the dead worker's prepared export discarded", || {
+        !prepared(&exports, &task_id).exists()
+    });
+    assert!(
+        !published(&exports, &task_id).exists(),
+        "{label}: no export"
+    );
+    assert_eq!(Client::of(&serve).status(&task_id), "cancelled");
+    serve.kill();
+
+    // Killed between decide and publish: completed, unpublished; the restart publishes.
+    let serve = Serve::start(
+        store,
+        &exports,
+        folder,
+        &["--hold-at", "after-decide:60000"],
+    );
+    let task_id = Client::of(&serve).export(50);
+    serve.held("after-decide", &task_id);
+    serve.kill();
+    assert_eq!(stored_status(store, &task_id), TaskStatus::Completed);
+    assert!(
+        !published(&exports, &task_id).exists() && prepared(&exports, &task_id).exists(),
+        "{label}: killed after decide, the export is prepared, not published"
+    );
+    let serve = Serve::start(store, &exports, folder, &[]);
+    eventually("the redelivery publishes the export", || {
+        published(&exports, &task_id).exists()
+    });
+    assert!(
+        !prepared(&exports, &task_id).exists(),
+        "{label}: published once"
+    );
+    let client = Client::of(&serve);
+    let result = client.call("tasks/result", json!({ "taskId": task_id }));
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains(&format!("export-{task_id}"))),
+        "{label}: {result}"
+    );
+
+    // Aimed cancels: learn how long an export takes, then cancel at 90–110 % of it.
+    let mut durations_ms = Vec::new();
+    for _ in 0..5 {
+        let started = Instant::now();
+        let task_id = client.export(100);
+        assert_eq!(client.terminal(&task_id), "completed");
+        durations_ms.push(started.elapsed().as_secs_f64() * 1_000.0);
+    }
+    durations_ms.sort_by(f64::total_cmp);
+    let duration_ms = durations_ms[durations_ms.len() / 2];
+    let tallies: Vec<[usize; 4]> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..AIMED_CLIENTS)
+            .map(|lane| {
+                let (serve, exports) = (&serve, &exports);
+                scope.spawn(move || {
+                    let client = Client::of(serve);
+                    // [cancelled, completed, cancelled with its file, completed without]
+                    let mut tally = [0usize; 4];
+                    for round in (lane..AIMED_ROUNDS).step_by(AIMED_CLIENTS) {
+                        let aim = 0.9 + 0.2 * (round as f64 / AIMED_ROUNDS as f64);
+                        let started = Instant::now();
+                        let task_id = client.export(100);
+                        let at = Duration::from_secs_f64(duration_ms * aim / 1_000.0);
+                        std::thread::sleep(at.saturating_sub(started.elapsed()));
+                        // Refused (`-32602`) when the completion won: that is the other side.
+                        client.answer("tasks/cancel", json!({ "taskId": task_id }));
+                        match client.terminal(&task_id).as_str() {
+                            "cancelled" => {
+                                tally[0] += 1;
+                                eventually("a cancelled export's prepared file discarded", || {
+                                    !prepared(exports, &task_id).exists()
+                                });
+                                if published(exports, &task_id).exists() {
+                                    tally[2] += 1;
+                                }
+                            }
+                            "completed" => {
+                                tally[1] += 1;
+                                let deadline = Instant::now() + Duration::from_secs(2);
+                                while !published(exports, &task_id).exists()
+                                    && Instant::now() < deadline
+                                {
+                                    std::thread::sleep(Duration::from_millis(5));
+                                }
+                                if !published(exports, &task_id).exists() {
+                                    tally[3] += 1;
+                                }
+                            }
+                            other => panic!("{label}: {task_id} ended {other}"),
+                        }
+                    }
+                    tally
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| worker.join().expect("a client"))
+            .collect()
+    });
+    let total = tallies.iter().fold([0; 4], |mut sum, tally| {
+        for (sum, count) in sum.iter_mut().zip(tally) {
+            *sum += count;
+        }
+        sum
+    });
+    println!(
+        "{label}: {AIMED_ROUNDS} cancels aimed at 90-110 % of a {duration_ms:.0}-ms export: \
+         {} ended cancelled ({} with an export file), {} completed ({} without one)",
+        total[0], total[2], total[1], total[3]
+    );
+    assert_eq!(total[0] + total[1], AIMED_ROUNDS);
+    assert_eq!(total[2], 0, "{label}: cancelled tasks left export files");
+    assert_eq!(total[3], 0, "{label}: completed tasks without export files");
+    assert!(
+        total[0] > 0 && total[1] > 0,
+        "{label}: the aim must land on both sides of the completion"
+    );
+}
+
+#[test]
+fn sqlite_cancelled_means_no_effect() {
+    let scratch = support::Scratch::new("cancel-effect-sqlite");
+    let store = format!("sqlite:{}", scratch.join("tasks.db").display());
+    cancelled_means_no_effect("sqlite", &store, &scratch.path);
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_cancelled_means_no_effect() {
+    let Some(pg) = support::Postgres::start("cancel_effect") else {
+        return;
+    };
+    let scratch = support::Scratch::new("cancel-effect-postgres");
+    cancelled_means_no_effect("postgres", &pg.url, &scratch.path);
+}
