@@ -414,12 +414,12 @@ impl Runtime {
             .await;
         self.counters.effects_run.fetch_add(1, Ordering::Relaxed);
         self.probe.at(Point::AfterEffect, &task.task_id).await;
-        let (outcome, message) = match step {
-            ToolStep::Finished(outcome) => (outcome, None),
-            ToolStep::FinishedWithMessage { outcome, message } => (outcome, Some(message)),
+        let (outcome, message, prepared) = match step {
+            ToolStep::Finished(outcome) => (outcome, None, false),
+            ToolStep::FinishedWithMessage { outcome, message } => (outcome, Some(message), false),
             ToolStep::Prepared { outcome, message } => {
                 self.probe.at(Point::AfterPrepare, &task.task_id).await;
-                (outcome, message)
+                (outcome, message, true)
             }
             ToolStep::NeedsInput(ask) => {
                 let mut requests = ask.requests;
@@ -428,9 +428,8 @@ impl Runtime {
                 }
                 if requests.is_empty() {
                     // Nothing new to ask: a tool bug, which must not strand the task.
-                    return self
-                        .complete(&delivery, &task, tool_asked_nothing(&task.task_id), None)
-                        .await;
+                    let outcome = tool_asked_nothing(&task.task_id);
+                    return self.complete(&delivery, &task, outcome, None, false).await;
                 }
                 let asked = self.store.transition(&TransitionCommand {
                     task_id: task.task_id.clone(),
@@ -449,17 +448,20 @@ impl Runtime {
                 return self.retry_later(&delivery);
             }
         };
-        self.complete(&delivery, &task, outcome, message).await
+        self.complete(&delivery, &task, outcome, message, prepared)
+            .await
     }
 
     /// Writes a run's outcome as the task's terminal status, at the version the worker
-    /// read, and settles the delivery by what the store decided.
+    /// read (the decide step), settles what the run `prepared` by what the store then holds,
+    /// and settles the delivery.
     async fn complete(
         &self,
         delivery: &Delivery,
         task: &TaskRecord,
         outcome: TaskOutcome,
         status_message: Option<String>,
+        prepared: bool,
     ) -> Result<WorkStep, StoreError> {
         let next = match &outcome {
             TaskOutcome::Result { result }
@@ -504,7 +506,7 @@ impl Runtime {
                 // Someone else finished it (or it was cancelled): the stored fact stands,
                 // and the effect follows it.
                 self.counters.writes_refused.fetch_add(1, Ordering::Relaxed);
-                if stored == Some(TaskStatus::Cancelled) {
+                if prepared && stored == Some(TaskStatus::Cancelled) {
                     self.probe.observe("cancel-beat-decide", &task.task_id);
                 }
                 effect::settle(&*self.effects, &task.task_id, stored)?;
@@ -565,18 +567,19 @@ impl Runtime {
 
     /// One sweeper round: the prepared effects of tasks that ended or are gone settled (a
     /// worker died holding them after its entry was retired, or before its task expired),
-    /// then expired tasks deleted — after, so a completed task's effect is published while
-    /// its record still says so — and expired outbox leases freed.
+    /// then expired tasks deleted — only once every prepared effect was looked at, so a
+    /// completed task's effect is published while its record still says so — and expired
+    /// outbox leases freed.
     pub fn sweep_once(&self) -> Result<(usize, usize), StoreError> {
         let now_ms = self.env.now_ms();
         let prepared = self
             .effects
-            .prepared(self.config.sweep_batch)
+            .prepared(SETTLES_PER_SWEEP_MAX + 1)
             .map_err(|cause| StoreError::Backend {
                 operation: "list prepared side effects",
                 cause,
             })?;
-        for task_id in prepared.iter().take(self.config.sweep_batch) {
+        for task_id in prepared.iter().take(SETTLES_PER_SWEEP_MAX) {
             let status = effect::status_to_settle(self.store.read(task_id)?.as_ref(), now_ms);
             if let Settled::Published(true) | Settled::Discarded(true) =
                 effect::settle(&*self.effects, task_id, status)?
@@ -584,7 +587,13 @@ impl Runtime {
                 self.probe.observe("effect-settled-by-sweeper", task_id);
             }
         }
-        let swept = self.store.sweep_expired(now_ms, self.config.sweep_batch)?;
+        // More prepared than one round settles: deleting now could take a completed task
+        // whose effect is still unpublished. The next round goes on.
+        let swept = if prepared.len() > SETTLES_PER_SWEEP_MAX {
+            0
+        } else {
+            self.store.sweep_expired(now_ms, self.config.sweep_batch)?
+        };
         let released = self.store.release_expired_leases(now_ms)?;
         Ok((swept, released))
     }
@@ -637,6 +646,9 @@ impl Runtime {
         self.env.sleep(self.config.idle_ms + jitter_ms).await;
     }
 }
+
+/// Prepared effects the sweeper settles per round, at most.
+const SETTLES_PER_SWEEP_MAX: usize = 1_024;
 
 fn queue_error(error: QueueError) -> StoreError {
     StoreError::Backend {
