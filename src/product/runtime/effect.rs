@@ -23,6 +23,7 @@
 use crate::contract::{TaskRecord, TaskStatus};
 use crate::mutants::{Mutant, on};
 use crate::store::{Answer, StoreError, TaskStore, TransitionCommand};
+use crate::sync::Mutex;
 use std::collections::BTreeSet;
 
 /// Where a runtime publishes and discards what its tools prepared. Every method is
@@ -60,7 +61,7 @@ impl Effects for NoEffects {
 /// Effects kept in memory as two sets of task ids, prepared and published: for tests, and
 /// for tools whose effect is a flag another part of the process reads.
 #[derive(Debug, Default)]
-pub struct MemoryEffects(std::sync::Mutex<(BTreeSet<String>, BTreeSet<String>)>);
+pub struct MemoryEffects(Mutex<(BTreeSet<String>, BTreeSet<String>)>);
 
 impl MemoryEffects {
     /// Prepares `task_id`'s effect, unless it is published already (a redelivery reuses it).
@@ -156,7 +157,7 @@ pub fn status_to_settle(record: Option<&TaskRecord>, now_ms: u64) -> Option<Task
     }
 }
 
-fn effect_error(operation: &'static str, cause: String) -> StoreError {
+pub(super) fn effect_error(operation: &'static str, cause: String) -> StoreError {
     StoreError::Backend { operation, cause }
 }
 

@@ -575,10 +575,7 @@ impl Runtime {
         let prepared = self
             .effects
             .prepared(SETTLES_PER_SWEEP_MAX + 1)
-            .map_err(|cause| StoreError::Backend {
-                operation: "list prepared side effects",
-                cause,
-            })?;
+            .map_err(|cause| effect::effect_error("list prepared side effects", cause))?;
         for task_id in prepared.iter().take(SETTLES_PER_SWEEP_MAX) {
             let status = effect::status_to_settle(self.store.read(task_id)?.as_ref(), now_ms);
             if let Settled::Published(true) | Settled::Discarded(true) =
