@@ -38,6 +38,7 @@ fn moved(version: u64, next: TaskStatus, message: Option<&str>, kept: Option<&st
     );
     if let Event::Applied { asked, .. } = &mut event {
         **asked = Asked::Transition {
+            irreversible_effect: None,
             next,
             outcome: None,
             status_message: message.map(Into::into),
@@ -364,6 +365,7 @@ fn i16_a_completed_export_echoes_the_answers_it_was_given() {
         {
             *stored_outcome = Some(outcome.clone());
             **asked = Asked::Transition {
+                irreversible_effect: None,
                 next: TaskStatus::Completed,
                 outcome: Some(outcome),
                 status_message: None,

@@ -2,11 +2,11 @@
 
 mod histories;
 
-use histories::{applied, consistent, create};
+use histories::{applied, consistent, create, refused};
 use tasklatch::check::{
     AppliedKind, Asked, CheckContext, ClientOp, ClientResult, Event, Revealed, check,
 };
-use tasklatch::contract::{Decision, TaskOutcome, TaskStatus};
+use tasklatch::contract::{Decision, Era, TaskOutcome, TaskStatus};
 
 fn invariants(history: &[Event]) -> Vec<&'static str> {
     check(&consistent(history), &CheckContext::default())
@@ -366,4 +366,116 @@ fn an_effect_is_published_only_after_its_task_completed() {
         prepared("t1", 27),
     ];
     assert_eq!(at_deadline(&prepared_again_after_discard), ["I17"]);
+}
+
+/// A task of `era` that declared its point of no return at version 2 (at 20 ms).
+fn declared_history(era: Era) -> Vec<Event> {
+    let in_era = |mut event: Event| {
+        if let Event::Applied { stored, asked, .. } = &mut event {
+            stored.era = era;
+            if let Asked::Create { era: asked, .. } = &mut **asked {
+                *asked = era;
+            }
+        }
+        event
+    };
+    let mut declared = in_era(applied(
+        "t1",
+        AppliedKind::Transition,
+        Some(1),
+        2,
+        TaskStatus::Working,
+        20,
+    ));
+    if let Event::Applied { stored, asked, .. } = &mut declared {
+        stored.irreversible_effect = Some("notify-t1".into());
+        stored.status_message = Some("past its point of no return: notify-t1".into());
+        **asked = Asked::Transition {
+            next: TaskStatus::Working,
+            outcome: None,
+            status_message: stored.status_message.clone(),
+            input_requests: None,
+            irreversible_effect: Some("notify-t1".into()),
+        };
+    }
+    vec![
+        in_era(applied(
+            "t1",
+            AppliedKind::Create,
+            None,
+            1,
+            TaskStatus::Working,
+            10,
+        )),
+        declared,
+    ]
+}
+
+#[test]
+fn a_2026_task_past_its_point_of_no_return_is_never_cancelled() {
+    let cancelled = |era: Era| {
+        let mut history = declared_history(era);
+        let mut cancel = applied(
+            "t1",
+            AppliedKind::Cancel,
+            Some(2),
+            3,
+            TaskStatus::Cancelled,
+            30,
+        );
+        if let Event::Applied { stored, .. } = &mut cancel {
+            stored.era = era;
+            stored.irreversible_effect = Some("notify-t1".into());
+        }
+        history.push(cancel);
+        invariants(&history)
+    };
+    assert!(
+        cancelled(Era::Extension2026).contains(&"I18"),
+        "{:?}",
+        cancelled(Era::Extension2026)
+    );
+    assert!(
+        !cancelled(Era::Core2025).contains(&"I18"),
+        "2025-11-25 cancels apply past the point"
+    );
+    let mut not_declared = declared_history(Era::Extension2026);
+    not_declared.truncate(1);
+    not_declared.push(applied(
+        "t1",
+        AppliedKind::Cancel,
+        Some(1),
+        2,
+        TaskStatus::Cancelled,
+        30,
+    ));
+    assert!(!invariants(&not_declared).contains(&"I18"));
+}
+
+#[test]
+fn a_cancel_acknowledged_past_the_point_is_explained_only_by_a_declaration() {
+    let acknowledged = refused(
+        "t1",
+        "a",
+        AppliedKind::Cancel,
+        None,
+        None,
+        Decision::PastPointOfNoReturn,
+        30,
+    );
+    let mut history = declared_history(Era::Extension2026);
+    history.push(acknowledged.clone());
+    assert!(
+        !invariants(&history).contains(&"F3"),
+        "{:?}",
+        invariants(&history)
+    );
+    let mut undeclared = declared_history(Era::Extension2026);
+    undeclared.truncate(1);
+    undeclared.push(acknowledged);
+    assert!(
+        invariants(&undeclared).contains(&"F3"),
+        "{:?}",
+        invariants(&undeclared)
+    );
 }

@@ -163,7 +163,8 @@ async fn a_task_runs_its_lifecycle_in_the_exact_shapes() {
         [
             ("export", "optional"),
             ("archive", "required"),
-            ("echo", "forbidden")
+            ("echo", "forbidden"),
+            ("notify", "optional")
         ]
         .map(|(a, b)| (a.to_owned(), b.to_owned()))
     );

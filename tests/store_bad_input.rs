@@ -138,7 +138,7 @@ fn a_newer_schema_is_refused_and_left_untouched() {
         error,
         StoreError::SchemaTooNew {
             found: 99,
-            supported: 2
+            supported: 3
         }
     );
     assert!(error.to_string().contains("nothing was changed"), "{error}");
@@ -252,7 +252,7 @@ fn corrupted_rows_name_task_and_column_and_spare_the_rest() {
 }
 
 #[test]
-fn input_requests_only_go_with_input_required_and_are_never_empty() {
+fn input_requests_and_points_of_no_return_are_checked_before_anything_is_written() {
     use tasklatch::contract::TaskStatus;
     use tasklatch::store::{MemoryStore, TaskStore, TransitionCommand};
     let scratch = support::Scratch::new("bad-input");
@@ -286,6 +286,7 @@ fn input_requests_only_go_with_input_required_and_are_never_empty() {
         store.create(&create_command("t")).unwrap();
         let before = store.read("t").unwrap();
         let write = |next, input_requests| TransitionCommand {
+            irreversible_effect: None,
             task_id: "t".into(),
             caller: "tenant-a/alice".into(),
             expected_version: 1,
@@ -308,6 +309,36 @@ fn input_requests_only_go_with_input_required_and_are_never_empty() {
             match store.transition(&command) {
                 Err(StoreError::Invalid(reason)) => {
                     assert!(reason.contains("input"), "{name}: {what}: {reason}")
+                }
+                other => panic!("{name}: {what} must be refused as invalid, got {other:?}"),
+            }
+        }
+        let declare = |next, effect: &str| TransitionCommand {
+            irreversible_effect: Some(effect.to_owned()),
+            outcome: tasklatch::conformance::outcome_for(next, "t"),
+            ..write(next, None)
+        };
+        let too_long = "x".repeat(tasklatch::store::IRREVERSIBLE_EFFECT_BYTES_MAX + 1);
+        for (what, command) in [
+            (
+                "a point of no return with a completion",
+                declare(TaskStatus::Completed, "POST /x"),
+            ),
+            (
+                "a point of no return that names nothing",
+                declare(TaskStatus::Working, ""),
+            ),
+            (
+                "a point of no return past the bound",
+                declare(TaskStatus::Working, &too_long),
+            ),
+        ] {
+            match store.transition(&command) {
+                Err(StoreError::Invalid(reason)) => {
+                    assert!(
+                        reason.contains("point of no return"),
+                        "{name}: {what}: {reason}"
+                    )
                 }
                 other => panic!("{name}: {what} must be refused as invalid, got {other:?}"),
             }

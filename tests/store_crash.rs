@@ -119,6 +119,7 @@ fn crash_worker_child() {
         std::thread::sleep(Duration::from_millis(WINDOW_MS));
         let answer = store
             .transition(&TransitionCommand {
+                irreversible_effect: None,
                 task_id: claim.task_id.clone(),
                 caller: claim.auth_key.clone(),
                 expected_version: claim.task_version,

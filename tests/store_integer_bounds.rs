@@ -120,6 +120,7 @@ fn check_bounds(name: &str, store: &dyn TaskStore, corrupt: &dyn Fn(&str)) {
     );
     let before = store.read("t").unwrap().unwrap();
     let transition = TransitionCommand {
+        irreversible_effect: None,
         task_id: "t".into(),
         caller: CALLER.into(),
         expected_version: 1,

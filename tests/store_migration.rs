@@ -1,6 +1,7 @@
 //! A database written by schema version 1 (before protocol eras) opens under this build:
-//! the migration adds the era and input columns, its tasks read back as 2025-11-25 tasks
-//! with every other field intact, and they take the new writes (input asked and answered).
+//! the migrations add the era and input columns (version 2) and the point of no return
+//! (version 3), its tasks read back as 2025-11-25 tasks with every other field intact, and
+//! they take the new writes (input asked and answered, a point of no return declared).
 
 mod support;
 
@@ -97,6 +98,7 @@ fn a_version_1_database_migrates_and_its_tasks_read_as_2025_11_25() {
     );
     let applied = store
         .transition(&TransitionCommand {
+            irreversible_effect: None,
             task_id: "old-1".into(),
             caller: "tenant-a/alice".into(),
             expected_version: 1,
@@ -129,6 +131,29 @@ fn a_version_1_database_migrates_and_its_tasks_read_as_2025_11_25() {
         (after.input_requests, after.input_responses),
         (None, Some(answers))
     );
+    let declared = store
+        .transition(&TransitionCommand {
+            irreversible_effect: Some("POST https://hooks.example/".into()),
+            task_id: "old-1".into(),
+            caller: "tenant-a/alice".into(),
+            expected_version: 3,
+            next: TaskStatus::Working,
+            outcome: None,
+            status_message: None,
+            input_requests: None,
+            now_ms: 4000,
+        })
+        .unwrap();
+    assert_eq!(declared.decision, Decision::ApplyTransition);
+    assert_eq!(
+        store
+            .read("old-1")
+            .unwrap()
+            .unwrap()
+            .irreversible_effect
+            .as_deref(),
+        Some("POST https://hooks.example/")
+    );
     drop(store);
     let version: String = Connection::open(&path)
         .unwrap()
@@ -138,5 +163,5 @@ fn a_version_1_database_migrates_and_its_tasks_read_as_2025_11_25() {
             |row| row.get(0),
         )
         .unwrap();
-    assert_eq!(version, "2");
+    assert_eq!(version, "3");
 }

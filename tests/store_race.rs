@@ -99,6 +99,7 @@ fn write(
         other => other,
     });
     TransitionCommand {
+        irreversible_effect: None,
         task_id: task_id.into(),
         caller: OWNER.into(),
         expected_version,

@@ -135,6 +135,7 @@ fn store_create_complete(
         let command = create_command(prefix, n);
         store.create(&command)?;
         store.transition(&TransitionCommand {
+            irreversible_effect: None,
             task_id: command.task_id,
             caller: command.caller,
             expected_version: 1,
@@ -202,6 +203,7 @@ fn store_contended(
                             TaskStatus::Working
                         };
                         let answer = store.transition(&TransitionCommand {
+                            irreversible_effect: None,
                             task_id: format!("{prefix}-{row}"),
                             caller: "bench/tenant".into(),
                             expected_version: version,

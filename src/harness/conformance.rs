@@ -146,6 +146,10 @@ pub const CHECKS: &[Check] = &[
         name: "task_id_collisions",
         run: task_id_collisions,
     },
+    Check {
+        name: "point_of_no_return",
+        run: point_of_no_return,
+    },
 ];
 
 /// Runs every check against stores from `factory`.
@@ -231,6 +235,7 @@ fn transition(
     now_ms: u64,
 ) -> TransitionCommand {
     TransitionCommand {
+        irreversible_effect: None,
         task_id: task_id.into(),
         caller: caller.into(),
         expected_version,
@@ -1492,6 +1497,7 @@ fn step(
     now_ms: u64,
 ) -> TransitionCommand {
     TransitionCommand {
+        irreversible_effect: None,
         task_id: task_id.into(),
         caller: ALICE.into(),
         expected_version,
@@ -2785,4 +2791,174 @@ fn task_id_collisions(factory: &dyn StoreFactory) -> Result<String, String> {
         store.read("imp-2").map_err(store_err("read"))?.as_ref(),
     )?;
     Ok("creates (any caller, with or without a key) and imports of existing ids refused; nothing changed".into())
+}
+
+/// A declaration of the point of no return, as the runtime writes it.
+fn declare(task_id: &str, expected_version: u64, effect: &str, now_ms: u64) -> TransitionCommand {
+    TransitionCommand {
+        irreversible_effect: Some(effect.into()),
+        status_message: Some(crate::store::point_of_no_return_message(effect)),
+        ..transition(
+            task_id,
+            ALICE,
+            expected_version,
+            TaskStatus::Working,
+            now_ms,
+        )
+    }
+}
+
+/// The point of no return: declared once, on a working task, at its version, and a cancel
+/// after it acknowledged (2026-07-28, the task then completes at the next version) or
+/// applied with a message naming the effect (2025-11-25); a cancel before it wins.
+fn point_of_no_return(factory: &dyn StoreFactory) -> Result<String, String> {
+    use crate::contract::Era;
+    let store = fresh(factory)?;
+    let effect = "POST https://hooks.example/notify";
+    for (task_id, era) in [("p-core", Era::Core2025), ("p-ext", Era::Extension2026)] {
+        create_ok(
+            &*store,
+            &CreateCommand {
+                era,
+                ..command(ALICE, task_id, None, "2026-06", 10)
+            },
+            Decision::AcceptTask,
+        )?;
+        let write =
+            |command: &TransitionCommand| store.transition(command).map_err(store_err("declare"));
+        same(
+            "stale declaration",
+            write(&declare(task_id, 2, effect, 11))?.decision,
+            Decision::BlockStaleVersion,
+        )?;
+        let declared = write(&declare(task_id, 1, effect, 12))?;
+        same("declaration", declared.decision, Decision::ApplyTransition)?;
+        let record = declared
+            .record
+            .ok_or("APPLY_TRANSITION without the record after it")?;
+        same(
+            "after the declaration",
+            (
+                record.status,
+                record.version,
+                record.irreversible_effect.as_deref(),
+                record.updated_at_ms,
+            ),
+            (TaskStatus::Working, 2, Some(effect), 12),
+        )?;
+        same(
+            "its status message",
+            record.status_message.clone(),
+            Some(crate::store::point_of_no_return_message(effect)),
+        )?;
+        same(
+            "the reply is the stored record",
+            store.read(task_id).map_err(store_err("read"))?,
+            Some(record),
+        )?;
+        same(
+            "a second declaration",
+            write(&declare(task_id, 2, effect, 13))?.decision,
+            Decision::BlockIllegalTransition,
+        )?;
+        let cancelled = store
+            .cancel(Negotiated::FULL, ALICE, task_id, 14)
+            .map_err(store_err("cancel"))?;
+        let stored = store
+            .read(task_id)
+            .map_err(store_err("read"))?
+            .ok_or("the task vanished")?;
+        match era {
+            Era::Extension2026 => {
+                same(
+                    "cancel past the point",
+                    cancelled.decision,
+                    Decision::PastPointOfNoReturn,
+                )?;
+                same(
+                    "still working at version 2",
+                    (stored.status, stored.version),
+                    (TaskStatus::Working, 2),
+                )?;
+                let done = store
+                    .transition(&transition(task_id, ALICE, 2, TaskStatus::Completed, 15))
+                    .map_err(store_err("complete"))?;
+                same(
+                    "completion after the acknowledged cancel",
+                    done.decision,
+                    Decision::ApplyTransition,
+                )?;
+            }
+            Era::Core2025 => {
+                same(
+                    "cancel past the point",
+                    cancelled.decision,
+                    Decision::ApplyCancel,
+                )?;
+                same(
+                    "the cancelled task says what was started",
+                    stored.status_message.as_deref(),
+                    Some(format!("cancelled by the requestor past its point of no return: {effect} was started and is not undone").as_str()),
+                )?;
+                same(
+                    "the reply is the stored record",
+                    cancelled.record.as_ref(),
+                    Some(&stored),
+                )?;
+            }
+        }
+    }
+    // A cancel before the point wins it: the declaration finds the latch.
+    create_ok(
+        &*store,
+        &command(ALICE, "p-late", None, "2026-06", 20),
+        Decision::AcceptTask,
+    )?;
+    store
+        .cancel(Negotiated::FULL, ALICE, "p-late", 21)
+        .map_err(store_err("cancel"))?;
+    let late = store
+        .transition(&declare("p-late", 1, effect, 22))
+        .map_err(store_err("declare"))?;
+    same(
+        "declaration after a cancel",
+        late.decision,
+        Decision::BlockTerminalRewrite,
+    )?;
+    // Only a working task declares; another caller's declaration is refused.
+    create_ok(
+        &*store,
+        &command(ALICE, "p-ask", None, "2026-06", 30),
+        Decision::AcceptTask,
+    )?;
+    store
+        .transition(&TransitionCommand {
+            status_message: Some("which columns?".into()),
+            input_requests: Some(
+                serde_json::from_value(json!({ "columns": { "method": "elicitation/create" } }))
+                    .expect("a map"),
+            ),
+            ..transition("p-ask", ALICE, 1, TaskStatus::InputRequired, 31)
+        })
+        .map_err(store_err("ask"))?;
+    let asked = store
+        .transition(&declare("p-ask", 2, effect, 32))
+        .map_err(store_err("declare"))?;
+    same(
+        "declaration while input_required",
+        asked.decision,
+        Decision::BlockIllegalTransition,
+    )?;
+    let foreign = store
+        .transition(&TransitionCommand {
+            caller: BOB.into(),
+            ..declare("p-late", 1, effect, 33)
+        })
+        .map_err(store_err("declare"))?;
+    same(
+        "another caller's declaration",
+        foreign.decision,
+        Decision::BlockAuth,
+    )?;
+    Ok("declared once at its version; 2026-07-28 cancel acknowledged, 2025-11-25 cancel names the effect".into())
 }

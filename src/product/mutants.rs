@@ -81,11 +81,15 @@ pub enum Mutant {
     /// A worker publishes its task's prepared side effect before the completion
     /// compare-and-swap, so a cancel that wins the latch leaves an effect behind.
     PublishBeforeDecide,
+    /// A cancel ignores the task's point of no return: a 2026-07-28 task whose effect is
+    /// under way is cancelled anyway, and a 2025-11-25 one is cancelled without a word
+    /// about the effect (silence).
+    PointOfNoReturnIgnored,
 }
 
 impl Mutant {
     /// Every mutant, in matrix order.
-    pub const ALL: [Mutant; 25] = [
+    pub const ALL: [Mutant; 26] = [
         Mutant::RequiredSyncAccepted,
         Mutant::ForbiddenTaskAccepted,
         Mutant::CreateWithoutCapability,
@@ -111,6 +115,7 @@ impl Mutant {
         Mutant::SweepOverMax,
         Mutant::IdCollisionAnswered,
         Mutant::PublishBeforeDecide,
+        Mutant::PointOfNoReturnIgnored,
     ];
 
     /// The mutant's name, as `TASKLATCH_MUTANT` and the matrix spell it.
@@ -141,6 +146,7 @@ impl Mutant {
             Mutant::SweepOverMax => "sweep-over-max",
             Mutant::IdCollisionAnswered => "id-collision-answered",
             Mutant::PublishBeforeDecide => "publish-before-decide",
+            Mutant::PointOfNoReturnIgnored => "point-of-no-return-ignored",
         }
     }
 
@@ -176,11 +182,16 @@ impl Mutant {
         !self.in_store() && !self.in_runtime()
     }
 
-    /// Whether the mutant breaks the runtime's handling of side effects (the order of
-    /// decide and publish): engines that run workers over a store see it — the simulation,
-    /// and the proptest model, whose finish step goes through the same helpers.
+    /// Whether the mutant breaks the handling of side effects (the order of decide and
+    /// publish, the point of no return): engines whose workers run effects over a store see
+    /// it — the simulation, and the proptest model, whose finish and declare steps go
+    /// through the same helpers. (The contract fixture, of 2025-11-25 tasks that declare
+    /// nothing, cannot.)
     pub fn in_runtime(self) -> bool {
-        matches!(self, Mutant::PublishBeforeDecide)
+        matches!(
+            self,
+            Mutant::PublishBeforeDecide | Mutant::PointOfNoReturnIgnored
+        )
     }
 
     /// Whether the mutant breaks what a store writes, answers or reports beyond the

@@ -35,6 +35,7 @@ pub fn applied(
             },
             AppliedKind::Cancel => Asked::Cancel,
             _ => Asked::Transition {
+                irreversible_effect: None,
                 next: status,
                 outcome: None,
                 status_message: None,
@@ -42,6 +43,7 @@ pub fn applied(
             },
         }),
         stored: Box::new(Stored {
+            irreversible_effect: None,
             created_at_ms: at_ms,
             updated_at_ms: at_ms,
             ttl_ms: Some(1_000u64.saturating_sub(at_ms)),

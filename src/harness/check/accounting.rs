@@ -19,6 +19,9 @@ struct TaskState<'h> {
     expires_at_ms: Option<u64>,
     /// The keys of the questions still open.
     open: BTreeSet<&'h str>,
+    /// A 2026-07-28 task past its point of no return (a cancel is acknowledged, not
+    /// applied).
+    past_point: bool,
     /// The entry's last claim (its attempt) and whether an acknowledgement retired it.
     attempt: u32,
     retired: Option<usize>,
@@ -98,6 +101,8 @@ pub(super) fn check(history: &[Event], out: &mut Vec<Violation>) {
                 }
                 task.status = Some(*status);
                 task.version = *version;
+                task.past_point = stored.irreversible_effect.is_some()
+                    && stored.era == crate::contract::Era::Extension2026;
                 task.open = stored
                     .input_requests
                     .iter()
@@ -159,7 +164,8 @@ pub(super) fn check(history: &[Event], out: &mut Vec<Violation>) {
                             task.status != Some(TaskStatus::InputRequired)
                                 || !answered.iter().any(|key| task.open.contains(key.as_str()))
                         }
-                        AppliedKind::Cancel | AppliedKind::Create => false,
+                        AppliedKind::Cancel => task.past_point,
+                        AppliedKind::Create => false,
                     },
                 };
                 if !reason {

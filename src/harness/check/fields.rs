@@ -60,6 +60,7 @@ fn construct<'h>(before: Option<&Record<'h>>, asked: &'h Asked, at_ms: u64) -> O
             outcome: None,
             expires_at_ms: ttl_ms.map(|ttl| at_ms.saturating_add(ttl)),
             stored: Stored {
+                irreversible_effect: None,
                 created_at_ms: at_ms,
                 updated_at_ms: at_ms,
                 ttl_ms: *ttl_ms,
@@ -76,8 +77,12 @@ fn construct<'h>(before: Option<&Record<'h>>, asked: &'h Asked, at_ms: u64) -> O
             outcome,
             status_message,
             input_requests,
+            irreversible_effect,
         } => {
             let mut after = moved(before?, *next);
+            if irreversible_effect.is_some() {
+                after.stored.irreversible_effect = irreversible_effect.clone();
+            }
             if next.is_terminal() {
                 after.outcome = outcome.as_ref();
             }
@@ -92,7 +97,13 @@ fn construct<'h>(before: Option<&Record<'h>>, asked: &'h Asked, at_ms: u64) -> O
         Asked::Cancel => {
             let mut after = moved(before?, TaskStatus::Cancelled);
             after.stored.cancel_requested = true;
-            after.stored.status_message = Some(CANCEL_MESSAGE.into());
+            // Past its point of no return, the cancel names the effect already started.
+            after.stored.status_message = Some(match &after.stored.irreversible_effect {
+                None => CANCEL_MESSAGE.into(),
+                Some(effect) => format!(
+                    "{CANCEL_MESSAGE} past its point of no return: {effect} was started and is not undone"
+                ),
+            });
             after
         }
         Asked::Input { responses } => {

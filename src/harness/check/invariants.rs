@@ -5,19 +5,20 @@ use super::{
     AppliedKind, CheckContext, ClientOp, ClientResult, Event, Revealed, TaskFacts, Violation,
     violation,
 };
-use crate::contract::{Decision, TaskOutcome, TaskStatus};
+use crate::contract::{Decision, Era, TaskOutcome, TaskStatus};
 use std::collections::BTreeMap;
 
 /// A per-task invariant.
 type PerTask = fn(&TaskView<'_>, &CheckContext, &mut Vec<Violation>);
 
 /// The per-task invariants, in the order their violations are reported.
-pub(super) const PER_TASK: [PerTask; 9] = [
+pub(super) const PER_TASK: [PerTask; 10] = [
     i1_one_terminal,
     i2_cancel_wins,
     i3_no_stale_write,
     i6_effect_once,
     i17_effect_iff_completed,
+    i18_point_of_no_return_holds,
     i7_expiry,
     i8_liveness,
     i9_result_shape,
@@ -245,6 +246,32 @@ fn i6_effect_once(task: &TaskView<'_>, _: &CheckContext, out: &mut Vec<Violation
                 format!("result names effect {named:?}, the sink holds {committed:?}"),
                 vec![index],
             ));
+        }
+    }
+}
+
+/// I18: a 2026-07-28 task past its point of no return is never cancelled by its requestor
+/// (cancellation is cooperative there: the cancel is acknowledged and the task runs on).
+/// That a 2025-11-25 cancel past the point names the effect is I11's construction rule.
+fn i18_point_of_no_return_holds(task: &TaskView<'_>, _: &CheckContext, out: &mut Vec<Violation>) {
+    let mut declared: Option<usize> = None;
+    for &index in &task.facts.applied {
+        let Event::Applied { kind, stored, .. } = &task.history[index] else {
+            continue;
+        };
+        if *kind == AppliedKind::Cancel
+            && let Some(point) = declared
+        {
+            out.push(violation(
+                "I18",
+                task.task_id,
+                "a 2026-07-28 task past its point of no return was cancelled by its requestor"
+                    .into(),
+                vec![point, index],
+            ));
+        }
+        if stored.irreversible_effect.is_some() && stored.era == Era::Extension2026 {
+            declared = declared.or(Some(index));
         }
     }
 }

@@ -217,6 +217,8 @@ pub enum Asked {
         status_message: Option<String>,
         /// The questions written (a move to `input_required`).
         input_requests: Option<InputMap>,
+        /// The irreversible effect a point of no return declares (`working` → `working`).
+        irreversible_effect: Option<String>,
     },
     /// A cancel.
     Cancel,
@@ -248,6 +250,8 @@ pub struct Stored {
     pub input_requests: Option<InputMap>,
     /// The answers given.
     pub input_responses: Option<InputMap>,
+    /// The irreversible effect declared at the task's point of no return.
+    pub irreversible_effect: Option<String>,
 }
 
 /// A fault the world injected, for the oracle's accounting (F1, F2).
@@ -626,6 +630,7 @@ pub fn record_differences(
         correlation_id,
         era,
         input_requests,
-        input_responses
+        input_responses,
+        irreversible_effect
     )
 }

@@ -152,6 +152,7 @@ fn create(caller: &str, key: Option<&str>, task_id: &str) -> CreateCommand {
 
 fn write(task_id: &str, expected_version: u64, next: TaskStatus) -> TransitionCommand {
     TransitionCommand {
+        irreversible_effect: None,
         task_id: task_id.into(),
         caller: "tenant-a".into(),
         expected_version,

@@ -15,7 +15,8 @@
 //!   tenant's key (a status message of four kinds; an outcome of four shapes on a terminal
 //!   status; questions on `input_required`), ack a terminal write, finish a run that
 //!   prepared a deferred effect (decide, settle, ack: `runtime::effect`, whose helpers the
-//!   step calls, so the order of decide and publish is under test), or crash;
+//!   step calls, so the order of decide and publish is under test), declare their run's
+//!   point of no return, or crash;
 //! - the sweeper deletes at most `max` expired tasks, in `(expires_at, task id)` order;
 //!   the reaper frees lapsed leases.
 //!
@@ -55,7 +56,14 @@
 //!   on `input_required`, none on `working`, and kept otherwise (a task that ends while it
 //!   asks keeps its open questions); answers are kept.
 //! - **cancel**: a transition to `cancelled` that sets the cancellation intent and the
-//!   message `store::CANCEL_MESSAGE`; outcome and questions untouched.
+//!   message `store::CANCEL_MESSAGE` (past a point of no return, followed by `past its
+//!   point of no return: EFFECT was started and is not undone`); outcome and questions
+//!   untouched. A 2026-07-28 task past its point of no return acknowledges the cancel
+//!   (`PAST_POINT_OF_NO_RETURN`) and nothing changes.
+//! - **declare** (the point of no return): located as a write, then a terminal task is a
+//!   rewrite, a version other than the one held is stale, a task not `working` or that
+//!   declared already is illegal; applied, version + 1, `updated_at = max(updated_at, now)`,
+//!   the effect named and the message `past its point of no return: EFFECT`.
 //! - **answer input**: located like a write (not found → not yours → expired), then a
 //!   terminal task is `ALREADY_TERMINAL`; a task not in `input_required` with open
 //!   questions, or an answer with no open key, is `IGNORE_INPUT` (nothing changes); else
@@ -204,6 +212,13 @@ pub enum Step {
         /// The outcome sent: index (mod 4) as for [`Step::Write`].
         outcome: u8,
     },
+    /// The worker declares its run's point of no return (`working` → `working` at the
+    /// version it holds, naming the effect), as the runtime does before an irreversible
+    /// effect.
+    Declare {
+        /// The worker, `0..WORKERS`; it must hold a claim.
+        worker: u8,
+    },
     /// A worker crashes: its claim is dropped unacked, the lease left to lapse.
     Crash {
         /// The worker, `0..WORKERS`; it must hold a claim.
@@ -270,6 +285,11 @@ const WRITE_TARGETS: [TaskStatus; 5] = [
     TaskStatus::Working,
     TaskStatus::Cancelled,
 ];
+
+/// The irreversible effect a [`Step::Declare`] names.
+fn declared_effect(task_id: &str) -> String {
+    format!("POST https://hooks.example/{task_id}")
+}
 
 fn write_target(next: u8) -> TaskStatus {
     WRITE_TARGETS[usize::from(next) % WRITE_TARGETS.len()]
@@ -472,6 +492,8 @@ pub struct ModelTask {
     pub input_responses: Option<Answers>,
     /// The requestor cancelled it.
     pub cancel_requested: bool,
+    /// The irreversible effect declared at its point of no return, if any.
+    pub irreversible_effect: Option<String>,
     /// Its outbox entry.
     pub outbox: ModelOutbox,
 }
@@ -480,6 +502,7 @@ impl ModelTask {
     /// The record a store must hold for this task.
     pub fn view(&self, task_id: &str) -> TaskRecord {
         TaskRecord {
+            irreversible_effect: self.irreversible_effect.clone(),
             task_id: task_id.to_owned(),
             auth_key: caller_of(self.owner),
             method: "tools/call".into(),
@@ -902,6 +925,7 @@ impl Model {
             // An empty set of answers is no answer.
             input_responses: admission_answers(responses).filter(|answers| !answers.is_empty()),
             cancel_requested: false,
+            irreversible_effect: None,
             outbox: ModelOutbox {
                 attempt: 0,
                 lease_expires_at_ms: None,
@@ -996,6 +1020,49 @@ impl Model {
         }
     }
 
+    /// A worker declares its point of no return: located as the owner, then the latch (a
+    /// terminal task refuses it as a rewrite), the version held, and only a `working` task
+    /// that declared nothing yet; applied, version + 1, the effect named, the message
+    /// `past its point of no return: EFFECT`, and the worker goes on from that version.
+    fn declare(&mut self, worker: u8) -> Expect {
+        let held = self
+            .held
+            .get(&worker)
+            .cloned()
+            .expect("precondition: holds");
+        self.wrote_with = Some(held.clone());
+        let decision = match self.locate(held.owner, &held.task_id) {
+            Err(decision) => decision,
+            Ok(task) if task.status.is_terminal() => Decision::BlockTerminalRewrite,
+            Ok(task) if task.version != held.version => Decision::BlockStaleVersion,
+            Ok(task)
+                if task.status != TaskStatus::Working || task.irreversible_effect.is_some() =>
+            {
+                Decision::BlockIllegalTransition
+            }
+            Ok(_) => Decision::ApplyTransition,
+        };
+        if decision == Decision::ApplyTransition {
+            let now = self.now_ms;
+            let effect = declared_effect(&held.task_id);
+            let task = self.tasks.get_mut(&held.task_id).expect("located");
+            task.touch(now);
+            task.status_message = Some(format!("past its point of no return: {effect}"));
+            task.irreversible_effect = Some(effect);
+            let version = task.version;
+            self.held.get_mut(&worker).expect("holds").version = version;
+        }
+        let record = match decision {
+            Decision::BlockNotFound | Decision::BlockAuth => None,
+            _ => self.shown(&held.task_id),
+        };
+        Expect::Write {
+            decision,
+            record,
+            acked: None,
+        }
+    }
+
     /// A worker's run prepared its effect; it decides completion and settles the effect
     /// (the rules restated: completed publishes it, once; any other terminal status, or a
     /// task gone or expired before it ended, discards it; a stale write leaves it).
@@ -1077,6 +1144,12 @@ impl Model {
             match self.locate(tenant, &task_id) {
                 Err(decision) => decision,
                 Ok(task) if task.status.is_terminal() => Decision::AlreadyTerminal,
+                // Cancellation is cooperative in 2026-07-28: past the point, acknowledged.
+                Ok(task)
+                    if task.irreversible_effect.is_some() && task.era == Era::Extension2026 =>
+                {
+                    Decision::PastPointOfNoReturn
+                }
                 Ok(_) => Decision::ApplyCancel,
             }
         };
@@ -1086,7 +1159,13 @@ impl Model {
             task.status = TaskStatus::Cancelled;
             task.touch(now);
             task.cancel_requested = true;
-            task.status_message = Some(CANCEL_MESSAGE.to_owned());
+            // Past its point of no return, a 2025-11-25 cancel says what was started.
+            task.status_message = Some(match &task.irreversible_effect {
+                None => CANCEL_MESSAGE.to_owned(),
+                Some(effect) => format!(
+                    "{CANCEL_MESSAGE} past its point of no return: {effect} was started and is not undone"
+                ),
+            });
         }
         let record = match decision {
             Decision::BlockCapability | Decision::BlockNotFound | Decision::BlockAuth => None,
@@ -1410,6 +1489,7 @@ impl ReferenceStateMachine for ModelMachine {
                     }
                 }),
             4 => (worker.clone(), 0u8..4).prop_map(|(worker, outcome)| Step::Finish { worker, outcome }),
+            5 => worker.clone().prop_map(|worker| Step::Declare { worker }),
             1 => worker.prop_map(|worker| Step::Crash { worker }),
             1 => Just(Step::Release),
             2 => prop::sample::select(SWEEP_MAXES.to_vec()).prop_map(|max| Step::Sweep { max }),
@@ -1428,9 +1508,10 @@ impl ReferenceStateMachine for ModelMachine {
                     .questions_for(*worker)
                     .is_some_and(|asked| !asked.is_empty())
             }
-            Step::Write { worker, .. } | Step::Finish { worker, .. } | Step::Crash { worker } => {
-                state.held.contains_key(worker)
-            }
+            Step::Write { worker, .. }
+            | Step::Finish { worker, .. }
+            | Step::Declare { worker }
+            | Step::Crash { worker } => state.held.contains_key(worker),
             _ => true,
         }
     }
@@ -1469,6 +1550,7 @@ impl ReferenceStateMachine for ModelMachine {
                 outcome,
             } => state.write(worker, write_target(next), foreign, message, outcome),
             Step::Finish { worker, outcome } => state.finish(worker, outcome),
+            Step::Declare { worker } => state.declare(worker),
             Step::Crash { worker } => {
                 state.held.remove(&worker);
                 Expect::Nothing
@@ -1653,6 +1735,7 @@ impl Sut {
                 let answer = self
                     .store
                     .transition(&TransitionCommand {
+                        irreversible_effect: None,
                         task_id: held.task_id.clone(),
                         caller: caller_of(caller),
                         expected_version: held.version,
@@ -1682,6 +1765,32 @@ impl Sut {
                     acked,
                 }
             }
+            Step::Declare { worker } => {
+                let held = model
+                    .wrote_with
+                    .clone()
+                    .ok_or_else(|| format!("worker-{worker} declares without a claim"))?;
+                let effect = declared_effect(&held.task_id);
+                let answer = self
+                    .store
+                    .transition(&TransitionCommand {
+                        status_message: Some(crate::store::point_of_no_return_message(&effect)),
+                        irreversible_effect: Some(effect),
+                        task_id: held.task_id.clone(),
+                        caller: caller_of(held.owner),
+                        expected_version: held.version,
+                        next: TaskStatus::Working,
+                        outcome: None,
+                        now_ms,
+                        input_requests: None,
+                    })
+                    .map_err(failed)?;
+                Expect::Write {
+                    decision: answer.decision,
+                    record: shown(&answer),
+                    acked: None,
+                }
+            }
             Step::Finish { worker, outcome } => {
                 let held = model
                     .wrote_with
@@ -1692,6 +1801,7 @@ impl Sut {
                     &*self.store,
                     &self.effects,
                     &TransitionCommand {
+                        irreversible_effect: None,
                         task_id: held.task_id.clone(),
                         caller: caller_of(held.owner),
                         expected_version: held.version,

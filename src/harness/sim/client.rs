@@ -563,6 +563,7 @@ impl Client {
     /// the version the client saw (off the wire; see [`client`]).
     fn provide_input(&self, task_id: &str, version: u64) {
         let Ok(reply) = self.shared.store.transition(&TransitionCommand {
+            irreversible_effect: None,
             task_id: task_id.to_owned(),
             caller: self.caller.clone(),
             expected_version: version,
@@ -772,15 +773,21 @@ pub(super) fn detailed_answer(reply: Reply) -> Shown {
 /// A 2026-07-28 acknowledgement (`tasks/cancel`, `tasks/update`): the same empty answer
 /// whether the write applied or not, except tasklatch's `_meta` version, present when it
 /// applied (`applied`: the decision that means). Without it: `ALREADY_TERMINAL` for a
-/// cancel, `IGNORE_INPUT` for an update.
+/// cancel, `IGNORE_INPUT` for an update. A cancel whose `_meta` status is still live was
+/// acknowledged past the task's point of no return.
 pub(super) fn ack_answer(reply: Reply, task_id: &str, applied: Decision) -> Shown {
     match reply {
         Reply::Result(ack) => match version_meta(&ack) {
             Some(version) => {
-                let status = match (applied, ack["_meta"][modern::STATUS_META].as_str()) {
-                    (Decision::ApplyCancel, _) => Some(TaskStatus::Cancelled),
-                    (_, Some(status)) => serde::Deserialize::deserialize(&json!(status)).ok(),
-                    (_, None) => None,
+                let said = ack["_meta"][modern::STATUS_META]
+                    .as_str()
+                    .and_then(|status| serde::Deserialize::deserialize(&json!(status)).ok());
+                let (applied, status) = match (applied, said) {
+                    (Decision::ApplyCancel, Some(live)) if !TaskStatus::is_terminal(live) => {
+                        (Decision::PastPointOfNoReturn, Some(live))
+                    }
+                    (Decision::ApplyCancel, _) => (applied, Some(TaskStatus::Cancelled)),
+                    (_, said) => (applied, said),
                 };
                 let seen = status.map(|status| Revealed {
                     task_id: task_id.to_owned(),

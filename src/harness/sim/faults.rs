@@ -56,6 +56,7 @@ pub(super) fn draw_breadth(scenario: &Scenario) -> Breadth {
         server_poll_interval_ms: choose(&faults.server_poll_interval_ms),
         list_page: choose(&faults.list_page),
         sweep_batch: choose(&faults.sweep_batch),
+        irreversible_percent: choose(&faults.irreversible_percent).unwrap_or(0),
     }
 }
 

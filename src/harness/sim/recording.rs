@@ -105,6 +105,7 @@ impl RecordingStore {
             cancel_requested: record.cancel_requested,
             input_requests: record.input_requests.clone(),
             input_responses: record.input_responses.clone(),
+            irreversible_effect: record.irreversible_effect.clone(),
         };
         self.history.push(Event::Applied {
             task_id: record.task_id.clone(),
@@ -172,6 +173,7 @@ impl TaskStore for RecordingStore {
                     outcome: command.outcome.clone(),
                     status_message: command.status_message.clone(),
                     input_requests: command.input_requests.clone(),
+                    irreversible_effect: command.irreversible_effect.clone(),
                 },
                 record,
                 command.now_ms,
@@ -267,6 +269,15 @@ impl TaskStore for RecordingStore {
             {
                 self.history.mark("decide-beat-cancel");
             }
+        }
+        match (answer.decision, &answer.record) {
+            (Decision::PastPointOfNoReturn, _) => {
+                self.history.mark("cancel-acknowledged-past-point")
+            }
+            (Decision::ApplyCancel, Some(record)) if record.irreversible_effect.is_some() => {
+                self.history.mark("cancelled-past-point")
+            }
+            _ => {}
         }
         if let (Decision::ApplyCancel, Some(record)) = (answer.decision, &answer.record) {
             self.applied(

@@ -564,12 +564,14 @@ mod tests {
                 outcome,
                 expires_at_ms: expected.map(|at| at * 1_000),
                 asked: Box::new(Asked::Transition {
+                    irreversible_effect: None,
                     next: TaskStatus::Failed,
                     outcome: Some(error.clone()),
                     status_message: None,
                     input_requests: None,
                 }),
                 stored: Box::new(Stored {
+                    irreversible_effect: None,
                     created_at_ms: 1,
                     updated_at_ms: 2,
                     ttl_ms: expected,

@@ -68,6 +68,10 @@ pub const KNOWN_MARKS: &[&str] = &[
     "effect-published-on-redelivery",
     "effect-discarded-on-redelivery",
     "effect-settled-by-sweeper",
+    "irreversible-effect-performed",
+    "cancel-beat-point-of-no-return",
+    "cancel-acknowledged-past-point",
+    "cancelled-past-point",
 ];
 
 /// One scenario file: a workload, its faults and phases, the default seeds and the
@@ -174,6 +178,14 @@ pub struct Breadth {
     /// The sweeper's batch; absent: 64.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep_batch: Option<usize>,
+    /// Chance (percent, by task id) that the export tool's effect cannot be deferred: it
+    /// declares a point of no return, then performs the effect and completes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub irreversible_percent: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 impl Breadth {
@@ -183,12 +195,13 @@ impl Breadth {
     }
 
     /// The percentages, by field name, for validation and shrinking.
-    pub(crate) fn percents_mut(&mut self) -> [(&'static str, &mut u64); 4] {
+    pub(crate) fn percents_mut(&mut self) -> [(&'static str, &mut u64); 5] {
         [
             ("tool_error_percent", &mut self.tool_error_percent),
             ("protocol_error_percent", &mut self.protocol_error_percent),
             ("status_message_percent", &mut self.status_message_percent),
             ("id_collision_percent", &mut self.id_collision_percent),
+            ("irreversible_percent", &mut self.irreversible_percent),
         ]
     }
 }
@@ -336,6 +349,9 @@ pub struct Faults {
     /// Choices of [`Breadth::sweep_batch`]; absent: 64.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sweep_batch: Vec<usize>,
+    /// Choices of [`Breadth::irreversible_percent`]; absent: never.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub irreversible_percent: Vec<u64>,
     /// The TTL a 2025-11-25 client asks for, drawn per task (`null`: none, the server's
     /// default); absent: the scenario's `ttl_ms`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -493,6 +509,11 @@ impl Scenario {
             (
                 "faults.id_collision_percent",
                 &faults.id_collision_percent,
+                100,
+            ),
+            (
+                "faults.irreversible_percent",
+                &faults.irreversible_percent,
                 100,
             ),
             (

@@ -38,9 +38,13 @@ pub(super) struct Export {
 /// How a task's run ends, decided by its id.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Ending {
-    Done { with_message: bool },
+    Done {
+        with_message: bool,
+    },
     ToolError,
     ProtocolError,
+    /// An effect that cannot be deferred: declared at a point of no return, then done.
+    Irreversible,
 }
 
 impl Export {
@@ -56,6 +60,8 @@ impl Export {
             Ending::ToolError
         } else if hash / 100 % 100 < breadth.protocol_error_percent {
             Ending::ProtocolError
+        } else if hash / 1_000_000 % 100 < breadth.irreversible_percent {
+            Ending::Irreversible
         } else {
             Ending::Done {
                 with_message: hash / 10_000 % 100 < breadth.status_message_percent,
@@ -74,6 +80,7 @@ impl Tools for Export {
         let asks_for_input = invocation.task.version == 1
             && invocation.task.task_id.bytes().map(u64::from).sum::<u64>() % 4 == 0;
         let ending = self.ending(&invocation.task.task_id);
+        let declared = invocation.task.irreversible_effect.is_some();
         let answers = invocation.task.input_responses;
         let task_id = invocation.task.task_id;
         Box::pin(async move {
@@ -100,6 +107,21 @@ impl Tools for Export {
                         code: -32_000,
                         message: "export failed".into(),
                         data: Some(json!({ "disk": "full", "n": 1_u64 << 60 })),
+                    });
+                }
+                Ending::Irreversible if !declared => {
+                    return ToolStep::PointOfNoReturn {
+                        effect: format!("notify-{task_id}"),
+                    };
+                }
+                Ending::Irreversible => {
+                    // The outside call: not deferred, not undone, not idempotent.
+                    history.mark("irreversible-effect-performed");
+                    return ToolStep::Finished(TaskOutcome::Result {
+                        result: json!({
+                            "content": [{ "type": "text", "text": format!("notified notify-{task_id}") }],
+                            "isError": false,
+                        }),
                     });
                 }
                 Ending::Done { with_message } => with_message,

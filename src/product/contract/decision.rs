@@ -54,6 +54,9 @@ pub enum Decision {
     ReturnCancelled,
     /// `tasks/cancel` on a live task: it becomes `cancelled`.
     ApplyCancel,
+    /// `tasks/cancel` on a 2026-07-28 task past its point of no return: acknowledged,
+    /// nothing changes, the task runs to its end (cancellation there is cooperative).
+    PastPointOfNoReturn,
     /// `tasks/cancel` on a terminal task: refused, nothing changes. (`tasks/update` on one
     /// too; in 2026-07-28 both are acknowledged on the wire all the same.)
     AlreadyTerminal,
@@ -105,7 +108,7 @@ impl Surface {
 
 impl Decision {
     /// Every code, in declaration order.
-    pub const ALL: [Decision; 26] = [
+    pub const ALL: [Decision; 27] = [
         Decision::AcceptNormal,
         Decision::AcceptTask,
         Decision::ReplayTask,
@@ -127,6 +130,7 @@ impl Decision {
         Decision::ReturnResult,
         Decision::ReturnCancelled,
         Decision::ApplyCancel,
+        Decision::PastPointOfNoReturn,
         Decision::AlreadyTerminal,
         Decision::ApplyInput,
         Decision::IgnoreInput,
@@ -159,6 +163,7 @@ impl Decision {
             ReturnResult => "RETURN_RESULT",
             ReturnCancelled => "RETURN_CANCELLED",
             ApplyCancel => "APPLY_CANCEL",
+            PastPointOfNoReturn => "PAST_POINT_OF_NO_RETURN",
             AlreadyTerminal => "ALREADY_TERMINAL",
             ApplyInput => "APPLY_INPUT",
             IgnoreInput => "IGNORE_INPUT",
@@ -219,6 +224,7 @@ impl Decision {
                     | ReturnResult
                     | ReturnCancelled
                     | ApplyCancel
+                    | PastPointOfNoReturn
                     | AlreadyTerminal
                     | ApplyInput
                     | IgnoreInput

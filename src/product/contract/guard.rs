@@ -9,6 +9,7 @@
 
 use super::decision::Decision;
 use super::digest::RequestDigest;
+use super::era::Era;
 use super::negotiation::{Negotiated, TaskSupport};
 use super::record::TaskRecord;
 use super::status::TaskStatus;
@@ -143,6 +144,8 @@ pub struct TransitionRequest<'a> {
     pub expected_version: u64,
     /// The status to move to.
     pub next: TaskStatus,
+    /// The write declares the task's point of no return (`working` → `working`, once).
+    pub point_of_no_return: bool,
 }
 
 /// Decides a transition: not found / auth → expired → terminal → version → legality.
@@ -171,7 +174,16 @@ pub fn guard_transition(
     }
     // A terminal status past the latch is one a mutant unlatched: written over like a
     // live one.
-    if !record.status.is_terminal() && !record.status.can_transition_to(request.next) {
+    let from_ok = |live_ok: bool| live_ok || record.status.is_terminal();
+    let legal = if request.point_of_no_return {
+        // Declared while working, once: the run is about to do what cannot be undone.
+        from_ok(record.status == TaskStatus::Working)
+            && request.next == TaskStatus::Working
+            && record.irreversible_effect.is_none()
+    } else {
+        from_ok(record.status.can_transition_to(request.next))
+    };
+    if !legal {
         return Decision::BlockIllegalTransition;
     }
     Decision::ApplyTransition
@@ -200,7 +212,12 @@ pub fn guard_result(caller: &str, record: Option<&TaskRecord>, now_ms: u64) -> D
     }
 }
 
-/// `tasks/cancel`: capability → not found / auth → expired → terminal → apply.
+/// `tasks/cancel`: capability → not found / auth → expired → terminal → point of no
+/// return (2026-07-28 only) → apply.
+///
+/// Cancellation is cooperative in 2026-07-28: a task past its point of no return
+/// acknowledges the cancel and runs to its end. In 2025-11-25 a cancel must answer
+/// `cancelled`, so it applies, and the status message says what was already under way.
 pub fn guard_cancel(
     negotiated: Negotiated,
     caller: &str,
@@ -216,6 +233,12 @@ pub fn guard_cancel(
     };
     if latched(record.status) {
         return Decision::AlreadyTerminal;
+    }
+    if record.irreversible_effect.is_some()
+        && record.era == Era::Extension2026
+        && !on(Mutant::PointOfNoReturnIgnored)
+    {
+        return Decision::PastPointOfNoReturn;
     }
     Decision::ApplyCancel
 }

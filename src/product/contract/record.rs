@@ -78,6 +78,12 @@ pub struct TaskRecord {
     /// Every answer the requestor gave, by key; the tool reads them when it runs again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_responses: Option<InputMap>,
+    /// Set once the tool passed its point of no return: the irreversible effect it then
+    /// performs (e.g. `POST https://hooks.example/notify`), as the tool described it. From
+    /// here a 2026-07-28 cancel is acknowledged and the task runs on; a 2025-11-25 cancel
+    /// still answers `cancelled`, and its status message names this effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irreversible_effect: Option<String>,
 }
 
 /// The inputs to admit a new task. Time and ids are arguments: the contract draws neither.
@@ -139,6 +145,7 @@ impl TaskRecord {
             input_responses: admission
                 .input_responses
                 .filter(|answers| !answers.is_empty()),
+            irreversible_effect: None,
         };
         record.assert_invariants();
         record
@@ -169,6 +176,23 @@ impl TaskRecord {
             after.input_requests = None;
         }
         // lastUpdatedAt never runs backwards, even if a caller's clock does.
+        after.updated_at_ms = now_ms.max(self.updated_at_ms);
+        after.assert_invariants();
+        after
+    }
+
+    /// The record after the tool declared its point of no return: still `working`, the
+    /// effect named, version + 1. Call only where [`guard_transition`](super::guard_transition)
+    /// applied a declaration.
+    pub fn with_irreversible_effect(&self, effect: &str, now_ms: u64) -> TaskRecord {
+        assert!(
+            self.irreversible_effect.is_none(),
+            "task {}: a second point of no return",
+            self.task_id
+        );
+        let mut after = self.clone();
+        after.irreversible_effect = Some(effect.to_owned());
+        after.version = self.version + 1;
         after.updated_at_ms = now_ms.max(self.updated_at_ms);
         after.assert_invariants();
         after
@@ -246,6 +270,13 @@ impl TaskRecord {
         }
         if self.outcome.is_some() && !self.status.is_terminal() {
             return Some("an outcome on a live task");
+        }
+        if self
+            .irreversible_effect
+            .as_ref()
+            .is_some_and(String::is_empty)
+        {
+            return Some("a point of no return that names no effect");
         }
         if self.input_requests.as_ref().is_some_and(Map::is_empty) {
             return Some("an empty set of input requests (none is `None`)");

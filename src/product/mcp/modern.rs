@@ -255,7 +255,8 @@ fn ack() -> Value {
 
 /// The acknowledgement of an applied `tasks/update` or `tasks/cancel`: still empty, but
 /// tasklatch's `_meta` carries the task's version (and status) after the write, so a client
-/// can tell an applied write from an ignored one and order what it saw.
+/// can tell an applied write from an ignored one and order what it saw. A cancel past the
+/// task's point of no return is acknowledged the same way: its status is still live.
 fn ack_applied(record: &TaskRecord) -> Value {
     json!({
         "resultType": "complete",
@@ -543,6 +544,9 @@ impl Server {
                 ToolStep::NeedsInput(ask) => {
                     Ok(json!({ "resultType": "input_required", "inputRequests": ask.requests }))
                 }
+                ToolStep::PointOfNoReturn { .. } => {
+                    Err(super::server::sync_point_of_no_return(name))
+                }
             },
             Decision::BlockTaskRequired => Err(missing_tasks_capability(&format!(
                 "Tool {name} runs only as a task: it"
@@ -635,6 +639,10 @@ impl Server {
                 }
                 None => Ok(ack()),
             },
+            // Cooperative cancellation: the task runs on; `_meta` says it is still live.
+            Decision::PastPointOfNoReturn => {
+                Ok(answer.record.as_ref().map_or_else(ack, ack_applied))
+            }
             Decision::AlreadyTerminal => Ok(ack()),
             other => Err(refusal(other)),
         }

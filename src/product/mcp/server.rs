@@ -528,6 +528,7 @@ impl Server {
                     ToolStep::Finished(outcome)
                     | ToolStep::FinishedWithMessage { outcome, .. }
                     | ToolStep::Prepared { outcome, .. } => answer_of(outcome),
+                    ToolStep::PointOfNoReturn { .. } => Err(sync_point_of_no_return(name)),
                     // Input can only be asked of a task's requestor.
                     ToolStep::NeedsInput(ask) => Ok(json!({
                         "content": [{ "type": "text", "text": ask.message }],
@@ -619,11 +620,18 @@ impl Server {
                     };
                 }
                 Decision::ReturnCancelled => {
+                    // The status message goes with it: past a point of no return it says
+                    // what was set in motion before the cancel.
+                    let message = record.and_then(|record| record.status_message);
+                    let mut data = json!({ "taskId": task_id, "status": "cancelled" });
+                    if let Some(message) = message {
+                        data["statusMessage"] = Value::String(message);
+                    }
                     return Err(RpcError::new(
                         code::INTERNAL_ERROR,
                         "Task was cancelled: a cancelled task has no result",
                     )
-                    .with_data(json!({ "taskId": task_id, "status": "cancelled" })));
+                    .with_data(data));
                 }
                 other => return Err(refusal(other)),
             }
@@ -1054,6 +1062,14 @@ pub(super) fn refusal(decision: Decision) -> RpcError {
         }
         other => unexpected(other),
     }
+}
+
+/// A tool that declared a point of no return in a synchronous call (only a task's run
+/// declares one: nothing can cancel a synchronous call before it answers).
+pub(super) fn sync_point_of_no_return(name: &str) -> RpcError {
+    internal_message(&format!(
+        "tool {name} declared a point of no return in a synchronous call; only a task's run declares one"
+    ))
 }
 
 pub(super) fn unexpected(decision: Decision) -> RpcError {

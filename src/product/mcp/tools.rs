@@ -18,6 +18,16 @@
 //! - `archive` (`required`): a short task; an item named `poison` makes it report
 //!   `isError: true`, so the task ends `failed` and `tasks/result` returns that result.
 //! - `echo` (`forbidden`): answers at once with its text.
+//! - `notify` (`optional`): an effect that cannot be deferred or undone — it stands for a
+//!   call to an outside API, and appends `{"task": ID, "message": M}` to
+//!   `<exports>/notifications.jsonl`. It works for `delay_ms` (cancellable, like an
+//!   export), then declares its **point of no return** ([`ToolStep::PointOfNoReturn`]);
+//!   once the runtime has declared it on the task, the run appends the line and waits
+//!   `call_ms` for the "response". A cancel before the declaration stops it with no line
+//!   written; after it, a 2026-07-28 cancel is acknowledged and the task completes, and a
+//!   2025-11-25 cancel ends the task `cancelled` with a status message naming the
+//!   notification. Not idempotent: a worker killed after the append and before the
+//!   completion write sends it again when its task is redelivered.
 //!
 //! Arguments are checked before anything is admitted: a bad argument is a `-32602`, not a
 //! failed task.
@@ -185,7 +195,7 @@ impl Catalog for ExampleTools {
                 super::suite_tools::run(&name, arguments, task_id, responses, store, env).await
             });
         }
-        self.call_own(name, arguments, task_id, InputMap::new())
+        self.call_own(name, arguments, task_id, InputMap::new(), false)
     }
 
     fn call_with_input(
@@ -250,6 +260,21 @@ impl ExampleTools {
                 }),
                 task_support: TaskSupport::Forbidden,
             },
+            ToolSpec {
+                name: "notify",
+                description: "Sends a notification (an effect that cannot be undone): cancellable until its point of no return, then it runs to its end.",
+                input_schema: json!({
+                    "type": "object",
+                    "properties": {
+                        "message": { "type": "string", "minLength": 1, "maxLength": NOTIFY_MESSAGE_CHARS_MAX },
+                        "delay_ms": { "type": "integer", "minimum": 0, "maximum": EXPORT_DELAY_MS_MAX },
+                        "call_ms": { "type": "integer", "minimum": 0, "maximum": NOTIFY_CALL_MS_MAX }
+                    },
+                    "required": ["message"],
+                    "additionalProperties": false
+                }),
+                task_support: TaskSupport::Optional,
+            },
         ]
     }
 
@@ -258,6 +283,7 @@ impl ExampleTools {
         let allowed: &[&str] = match name {
             "export" => &["name", "rows", "delay_ms", "confirm"],
             "archive" => &["items"],
+            "notify" => &["message", "delay_ms", "call_ms"],
             "echo" => &["text"],
             other => return bad(format!("Unknown tool: {other}")),
         };
@@ -281,17 +307,31 @@ impl ExampleTools {
                 if !matches!(arguments.get("confirm"), None | Some(Value::Bool(_))) {
                     return bad("export: arguments.confirm must be a boolean".into());
                 }
-                for (field, max) in [("rows", 1_000_000), ("delay_ms", EXPORT_DELAY_MS_MAX)] {
-                    match arguments.get(field) {
-                        None => {}
-                        Some(value) if value.as_u64().is_some_and(|n| n <= max) => {}
-                        Some(_) => {
-                            return bad(format!(
-                                "export: arguments.{field} must be an integer from 0 to {max}"
-                            ));
-                        }
+                check_bounded(
+                    name,
+                    arguments,
+                    &[("rows", 1_000_000), ("delay_ms", EXPORT_DELAY_MS_MAX)],
+                )?;
+            }
+            "notify" => {
+                match arguments.get("message") {
+                    Some(Value::String(text))
+                        if !text.is_empty() && text.chars().count() <= NOTIFY_MESSAGE_CHARS_MAX => {
+                    }
+                    _ => {
+                        return bad(format!(
+                            "notify: arguments.message must be a string of 1 to {NOTIFY_MESSAGE_CHARS_MAX} characters"
+                        ));
                     }
                 }
+                check_bounded(
+                    name,
+                    arguments,
+                    &[
+                        ("delay_ms", EXPORT_DELAY_MS_MAX),
+                        ("call_ms", NOTIFY_CALL_MS_MAX),
+                    ],
+                )?;
             }
             "archive" => match arguments.get("items") {
                 None => {}
@@ -309,12 +349,15 @@ impl ExampleTools {
         Ok(())
     }
 
+    /// `declared`: the task already passed its point of no return (`notify` then performs
+    /// its effect).
     fn call_own(
         &self,
         name: &str,
         arguments: Map<String, Value>,
         task_id: Option<String>,
         responses: InputMap,
+        declared: bool,
     ) -> BoxFuture<'static, ToolStep> {
         let name = name.to_owned();
         let exports = self.exports.clone();
@@ -323,6 +366,7 @@ impl ExampleTools {
         Box::pin(async move {
             match name.as_str() {
                 "export" => export(exports, store, env, arguments, task_id, responses).await,
+                "notify" => notify(exports, store, env, arguments, task_id, declared).await,
                 "archive" => {
                     env.sleep(200).await;
                     let items: Vec<&str> = arguments
@@ -376,12 +420,14 @@ impl Tools for ExampleTools {
                     .await
             });
         }
+        let declared = invocation.task.irreversible_effect.is_some();
         let responses = invocation.task.input_responses.unwrap_or_default();
         self.call_own(
             &invocation.request.name,
             arguments,
             Some(invocation.task.task_id),
             responses,
+            declared,
         )
     }
 }
@@ -461,6 +507,108 @@ async fn export(
         },
         None => ToolStep::Finished(outcome),
     }
+}
+
+/// Each of `fields` present in `arguments` is an integer from 0 to its bound.
+fn check_bounded(
+    tool: &str,
+    arguments: &Map<String, Value>,
+    fields: &[(&str, u64)],
+) -> Result<(), RpcError> {
+    for &(field, max) in fields {
+        match arguments.get(field) {
+            None => {}
+            Some(value) if value.as_u64().is_some_and(|n| n <= max) => {}
+            Some(_) => {
+                return Err(RpcError::invalid_params(format!(
+                    "{tool}: arguments.{field} must be an integer from 0 to {max}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Longest a `notify` message may be, in characters.
+pub const NOTIFY_MESSAGE_CHARS_MAX: usize = 256;
+/// Longest `notify`'s outside call may be asked to take.
+pub const NOTIFY_CALL_MS_MAX: u64 = 60_000;
+/// The file `notify` appends to, in the exports folder.
+pub const NOTIFICATIONS_FILE: &str = "notifications.jsonl";
+
+/// `notify`: cancellable work, the point of no return, then the irreversible append.
+async fn notify(
+    exports: PathBuf,
+    store: Arc<dyn TaskStore>,
+    env: Arc<dyn Env>,
+    arguments: Map<String, Value>,
+    task_id: Option<String>,
+    declared: bool,
+) -> ToolStep {
+    let message = arguments
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let arg_ms = |field: &str, default_ms: u64, max_ms: u64| {
+        arguments
+            .get(field)
+            .and_then(Value::as_u64)
+            .unwrap_or(default_ms)
+            .min(max_ms)
+    };
+    let (delay_ms, call_ms) = (
+        arg_ms("delay_ms", 0, EXPORT_DELAY_MS_MAX),
+        arg_ms("call_ms", 200, NOTIFY_CALL_MS_MAX),
+    );
+    let log = exports.join(NOTIFICATIONS_FILE);
+    if task_id.is_some() && !declared {
+        if !work_unless_cancelled(
+            &*env,
+            &*store,
+            task_id.as_deref(),
+            delay_ms,
+            EXPORT_SLICE_MS,
+        )
+        .await
+        {
+            return failed("notify stopped before sending: its task was cancelled".into());
+        }
+        return ToolStep::PointOfNoReturn {
+            effect: format!(
+                "the notification {message:?} (appended to {})",
+                log.display()
+            ),
+        };
+    }
+    if task_id.is_none() {
+        env.sleep(delay_ms).await;
+    }
+    let id = task_id.unwrap_or_else(|| "sync".to_owned());
+    let line = json!({ "task": id, "message": message }).to_string();
+    if let Err(error) = append_line(&exports, &log, &line) {
+        return failed(format!("notify {id}: {}: {error}", log.display()));
+    }
+    env.sleep(call_ms).await;
+    ToolStep::Finished(TaskOutcome::Result {
+        result: json!({
+            "content": [{ "type": "text", "text": format!("notified: {message}") }],
+            "isError": false,
+        }),
+    })
+}
+
+/// Appends one line and makes it durable (the "outside call" has happened once this
+/// returns).
+fn append_line(folder: &Path, file: &Path, line: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    std::fs::create_dir_all(folder)?;
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)?;
+    log.write_all(format!("{line}\n").as_bytes())?;
+    log.sync_data()
 }
 
 /// The input request key of `export`'s question.

@@ -26,7 +26,7 @@ pub use env::{BoxFuture, Env, TokioEnv};
 pub use queue::{Delivery, MemoryQueue, Message, Queue, QueueError, Receipt};
 
 use crate::contract::{Decision, InputMap, TaskOutcome, TaskRecord, TaskStatus};
-use crate::store::{StoreError, TaskStore, TransitionCommand, WrappedRequest};
+use crate::store::{Answer, StoreError, TaskStore, TransitionCommand, WrappedRequest};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -164,6 +164,19 @@ pub enum ToolStep {
     /// questions, and runs again (with the answers in `Invocation::task.input_responses`)
     /// once they are answered.
     NeedsInput(InputAsk),
+    /// The tool is about to do what it cannot defer or undo (a call to an outside API):
+    /// its **point of no return**. The runtime declares it on the task (a compare-and-swap
+    /// that a cancel can still win, in which case the tool is not run again and the effect
+    /// never starts) and, once declared, runs the tool again with
+    /// `Invocation::task.irreversible_effect` set: that run performs the effect. From the
+    /// declaration on, a 2026-07-28 cancel is acknowledged and the task runs to its end; a
+    /// 2025-11-25 cancel still ends it `cancelled`, with a status message naming `effect`.
+    /// Return it only while `irreversible_effect` is `None`, and only from a task's run.
+    PointOfNoReturn {
+        /// What is about to happen, for the requestor (e.g. `POST https://hooks.example/`);
+        /// 1 to [`crate::store::IRREVERSIBLE_EFFECT_BYTES_MAX`] bytes.
+        effect: String,
+    },
 }
 
 /// What a tool asks of its requestor before it can go on.
@@ -405,16 +418,50 @@ impl Runtime {
             return self.retry_later(&delivery);
         }
         self.probe.at(Point::AfterClaim, &task.task_id).await;
-        let step = self
-            .tools
-            .run(Invocation {
-                task: task.clone(),
-                request: message.request.clone(),
-            })
-            .await;
-        self.counters.effects_run.fetch_add(1, Ordering::Relaxed);
-        self.probe.at(Point::AfterEffect, &task.task_id).await;
+        let mut task = task;
+        let mut step = self.run_tool(&task, &message.request).await;
+        if let ToolStep::PointOfNoReturn { effect } = step {
+            if task.irreversible_effect.is_some() {
+                // Declared already (this run or one before a crash): a tool bug, which
+                // must not loop or strand the task.
+                let outcome = tool_declared_twice(&task.task_id);
+                return self.complete(&delivery, &task, outcome, None, false).await;
+            }
+            let declared = self.store.transition(&TransitionCommand {
+                task_id: task.task_id.clone(),
+                caller: task.auth_key.clone(),
+                expected_version: task.version,
+                next: TaskStatus::Working,
+                outcome: None,
+                status_message: Some(crate::store::point_of_no_return_message(&effect)),
+                input_requests: None,
+                irreversible_effect: Some(effect),
+                now_ms: self.env.now_ms(),
+            })?;
+            match (declared.decision, declared.record) {
+                (Decision::ApplyTransition, Some(record)) => {
+                    self.notify.status_changed(&record);
+                    task = record;
+                    step = self.run_tool(&task, &message.request).await;
+                }
+                (decision, record) => {
+                    // A cancel won the point of no return: the effect never starts.
+                    if record.as_ref().map(|record| record.status) == Some(TaskStatus::Cancelled) {
+                        self.probe
+                            .observe("cancel-beat-point-of-no-return", &task.task_id);
+                    }
+                    let refused = Answer::new(decision, record);
+                    return self
+                        .after_refused_write(&delivery, &task, refused, false)
+                        .await;
+                }
+            }
+        }
         let (outcome, message, prepared) = match step {
+            ToolStep::PointOfNoReturn { .. } => {
+                let outcome = tool_declared_twice(&task.task_id);
+                return self.complete(&delivery, &task, outcome, None, false).await;
+            }
             ToolStep::Finished(outcome) => (outcome, None, false),
             ToolStep::FinishedWithMessage { outcome, message } => (outcome, Some(message), false),
             ToolStep::Prepared { outcome, message } => {
@@ -432,6 +479,7 @@ impl Runtime {
                     return self.complete(&delivery, &task, outcome, None, false).await;
                 }
                 let asked = self.store.transition(&TransitionCommand {
+                    irreversible_effect: None,
                     task_id: task.task_id.clone(),
                     caller: task.auth_key.clone(),
                     expected_version: task.version,
@@ -477,6 +525,7 @@ impl Runtime {
             &*self.store,
             &*self.effects,
             &TransitionCommand {
+                irreversible_effect: None,
                 task_id: task.task_id.clone(),
                 caller: task.auth_key.clone(),
                 expected_version: task.version,
@@ -502,6 +551,41 @@ impl Runtime {
                 self.probe.at(Point::AfterCompletion, &task.task_id).await;
                 self.finish(delivery)?;
             }
+            _ => {
+                return self
+                    .after_refused_write(delivery, task, written, prepared)
+                    .await;
+            }
+        }
+        Ok(WorkStep::Ran(Decision::ApplyTransition))
+    }
+
+    /// Runs the task's tool once.
+    async fn run_tool(&self, task: &TaskRecord, request: &WrappedRequest) -> ToolStep {
+        let step = self
+            .tools
+            .run(Invocation {
+                task: task.clone(),
+                request: request.clone(),
+            })
+            .await;
+        self.counters.effects_run.fetch_add(1, Ordering::Relaxed);
+        self.probe.at(Point::AfterEffect, &task.task_id).await;
+        step
+    }
+
+    /// After a worker's write (a completion, or a point of no return) was refused: the
+    /// stored fact stands, what the run `prepared` follows it, and the delivery is retired
+    /// or retried.
+    async fn after_refused_write(
+        &self,
+        delivery: &Delivery,
+        task: &TaskRecord,
+        written: Answer,
+        prepared: bool,
+    ) -> Result<WorkStep, StoreError> {
+        let stored = written.record.as_ref().map(|record| record.status);
+        match written.decision {
             Decision::IdempotentTerminal | Decision::BlockTerminalRewrite => {
                 // Someone else finished it (or it was cancelled): the stored fact stands,
                 // and the effect follows it.
@@ -656,6 +740,16 @@ fn queue_error(error: QueueError) -> StoreError {
 
 /// The outcome of a run that asked only what was already answered: the task fails with a
 /// protocol error rather than wait for answers that will never come.
+fn tool_declared_twice(task_id: &str) -> TaskOutcome {
+    TaskOutcome::RpcError {
+        code: -32603,
+        message: format!(
+            "Internal error: the tool of task {task_id} declared its point of no return twice"
+        ),
+        data: None,
+    }
+}
+
 fn tool_asked_nothing(task_id: &str) -> TaskOutcome {
     TaskOutcome::RpcError {
         code: -32603,

@@ -187,9 +187,17 @@ pub struct TransitionCommand {
     /// With `next = input_required`: the questions the task asks (non-empty, keys not
     /// answered before). `None` otherwise. Moving to `working` closes any open ones.
     pub input_requests: Option<crate::contract::InputMap>,
+    /// With `next = working` on a `working` task: declares the task's point of no return,
+    /// naming the irreversible effect the run is about to perform (non-empty, at most
+    /// [`IRREVERSIBLE_EFFECT_BYTES_MAX`]). Once per task. `None` for every other write.
+    pub irreversible_effect: Option<String>,
     /// The time of the write, ms since the Unix epoch.
     pub now_ms: u64,
 }
+
+/// Bound on a declared irreversible effect's description, in bytes (it is stored with the
+/// task and repeated in a cancelled task's status message).
+pub const IRREVERSIBLE_EFFECT_BYTES_MAX: usize = 1_024;
 
 /// `tasks/update`: the requestor's answers to a task's open input requests.
 #[derive(Clone, Debug)]
@@ -211,6 +219,7 @@ impl TransitionCommand {
             caller: &self.caller,
             expected_version: self.expected_version,
             next: self.next,
+            point_of_no_return: self.irreversible_effect.is_some(),
         }
     }
 }
@@ -688,7 +697,10 @@ pub const CANCEL_MESSAGE: &str = "cancelled by the requestor";
 
 /// The record after an applied transition: status, version, time, outcome and message.
 pub fn applied_transition(current: &TaskRecord, command: &TransitionCommand) -> TaskRecord {
-    let mut after = current.with_status(command.next, command.now_ms);
+    let mut after = match &command.irreversible_effect {
+        Some(effect) => current.with_irreversible_effect(effect, command.now_ms),
+        None => current.with_status(command.next, command.now_ms),
+    };
     if command.next.is_terminal() {
         after.outcome = written_outcome(command);
     }
@@ -793,8 +805,34 @@ pub fn input_decision(
 pub fn cancelled_record(current: &TaskRecord, now_ms: u64) -> TaskRecord {
     let mut after = current.with_status(TaskStatus::Cancelled, now_ms);
     after.cancel_requested = true;
-    after.status_message = Some(CANCEL_MESSAGE.to_owned());
+    after.status_message = Some(cancel_message(current));
     after
+}
+
+/// The status message a requestor's cancel leaves: [`CANCEL_MESSAGE`], and for a task past
+/// its point of no return (a 2025-11-25 cancel must still answer `cancelled`) what was
+/// already set in motion, so the requestor is never told less than what happened.
+pub fn cancel_message(current: &TaskRecord) -> String {
+    if crate::mutants::on(crate::mutants::Mutant::PointOfNoReturnIgnored) {
+        return CANCEL_MESSAGE.to_owned();
+    }
+    match &current.irreversible_effect {
+        Some(effect) => {
+            format!("{CANCEL_MESSAGE}{CANCEL_PAST_POINT_BEFORE}{effect}{CANCEL_PAST_POINT_AFTER}")
+        }
+        None => CANCEL_MESSAGE.to_owned(),
+    }
+}
+
+/// The words [`cancel_message`] puts before and after the effect's description (a SQL
+/// adapter that builds the message in its `UPDATE` splices these same words).
+pub const CANCEL_PAST_POINT_BEFORE: &str = " past its point of no return: ";
+/// See [`CANCEL_PAST_POINT_BEFORE`].
+pub const CANCEL_PAST_POINT_AFTER: &str = " was started and is not undone";
+
+/// The status message a declared point of no return leaves on the task while it runs.
+pub fn point_of_no_return_message(effect: &str) -> String {
+    format!("past its point of no return: {effect}")
 }
 
 /// A question may be asked only once: a transition that asks a key the task already has
@@ -819,6 +857,23 @@ pub fn check_questions_are_new(
 
 /// Preconditions of a transition command that no store should ever see broken.
 pub fn check_transition_command(command: &TransitionCommand) -> Result<(), StoreError> {
+    if let Some(effect) = &command.irreversible_effect {
+        if command.next != TaskStatus::Working || command.outcome.is_some() {
+            return Err(StoreError::Invalid(format!(
+                "task {}: a point of no return is declared with next = working and no \
+                 outcome, not {}",
+                command.task_id, command.next
+            )));
+        }
+        if effect.is_empty() || effect.len() > IRREVERSIBLE_EFFECT_BYTES_MAX {
+            return Err(StoreError::Invalid(format!(
+                "task {}: a point of no return names its effect in 1 to \
+                 {IRREVERSIBLE_EFFECT_BYTES_MAX} bytes, not {}",
+                command.task_id,
+                effect.len()
+            )));
+        }
+    }
     if command.outcome.is_some() && !command.next.is_terminal() {
         return Err(StoreError::Invalid(format!(
             "task {}: an outcome may only be stored with a terminal status, not {}",

@@ -12,12 +12,13 @@ use super::row::{
 };
 use super::schema::{self, MetaTable};
 use super::{
-    Answer, CANCEL_ATTEMPTS_MAX, CANCEL_MESSAGE, CLAIM_BATCH_MAX, CreateCommand, InputCommand,
-    ListPage, ListQuery, OutboxClaim, StoreError, StoreOptions, TaskStore, TransitionCommand,
-    check_transition_command, classify_refused_cancel, classify_refused_transition, input_decision,
-    list_page, list_preamble, page_limit,
+    Answer, CANCEL_ATTEMPTS_MAX, CANCEL_MESSAGE, CANCEL_PAST_POINT_AFTER, CANCEL_PAST_POINT_BEFORE,
+    CLAIM_BATCH_MAX, CreateCommand, InputCommand, ListPage, ListQuery, OutboxClaim, StoreError,
+    StoreOptions, TaskStore, TransitionCommand, check_transition_command, classify_refused_cancel,
+    classify_refused_transition, input_decision, list_page, list_preamble, page_limit,
 };
 use crate::contract::{self, Decision, Negotiated, TaskRecord, TaskStatus};
+use crate::mutants::{Mutant, on};
 use crate::sync::{Mutex, MutexGuard};
 use postgres::types::ToSql;
 use postgres::{Client, GenericClient, NoTls, Row, Statement, Transaction};
@@ -242,7 +243,7 @@ fn query_tasks(
 }
 
 impl TaskParams<'_> {
-    /// Parameters `$1..$20`, in [`TASK_COLUMNS`] order.
+    /// Parameters `$1..$21`, in [`TASK_COLUMNS`] order.
     fn bind(&self) -> Vec<&(dyn ToSql + Sync)> {
         let record = self.record;
         vec![
@@ -266,12 +267,13 @@ impl TaskParams<'_> {
             &self.era,
             &self.input_requests,
             &self.input_responses,
+            &record.irreversible_effect,
         ]
     }
 }
 
 const TASK_VALUES: &str = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-    $17, $18, $19, $20";
+    $17, $18, $19, $20, $21";
 
 /// Inserts the task and its outbox entry in one statement. `Ok(None)`: the idempotency
 /// key is already bound (nothing was written).
@@ -281,7 +283,7 @@ fn insert_admission_sql() -> String {
              ON CONFLICT (auth_key, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
              RETURNING {TASK_COLUMNS}), \
          o AS (INSERT INTO outbox (task_id, auth_key, request, enqueued_at_ms) \
-             SELECT task_id, auth_key, $21, created_at_ms FROM t RETURNING task_id) \
+             SELECT task_id, auth_key, $22, created_at_ms FROM t RETURNING task_id) \
          SELECT {TASK_COLUMNS} FROM t"
     )
 }
@@ -390,7 +392,8 @@ impl TaskStore for PostgresStore {
                  updated_at_ms = GREATEST(updated_at_ms, $2), outcome = $3, \
                  status_message = COALESCE($4, status_message), \
                  input_requests = CASE $1::TEXT WHEN 'input_required' THEN $8::TEXT \
-                     WHEN 'working' THEN NULL ELSE input_requests END \
+                     WHEN 'working' THEN NULL ELSE input_requests END, \
+                 irreversible_effect = COALESCE($9::TEXT, irreversible_effect) \
              WHERE task_id = $5 AND {predicate} \
              RETURNING {TASK_COLUMNS}",
             predicate = cas_predicate(
@@ -399,6 +402,7 @@ impl TaskStore for PostgresStore {
                     auth_key: "$6::TEXT",
                     version: Some("$7::BIGINT"),
                     now_ms: "$2::BIGINT",
+                    point_of_no_return: command.irreversible_effect.is_some(),
                 },
             ),
         );
@@ -430,6 +434,7 @@ impl TaskStore for PostgresStore {
                     &command.caller,
                     &expected,
                     &input_requests,
+                    &command.irreversible_effect,
                 ],
                 "write a transition",
             )?
@@ -502,8 +507,9 @@ impl TaskStore for PostgresStore {
         }
         let sql = format!(
             "UPDATE tasks SET status = 'cancelled', cancel_requested = TRUE, version = version + 1, \
-                 updated_at_ms = GREATEST(updated_at_ms, $1), status_message = $2 \
-             WHERE task_id = $3 AND {predicate} \
+                 updated_at_ms = GREATEST(updated_at_ms, $1), \
+                 status_message = $2 || COALESCE($5 || irreversible_effect || $6, '') \
+             WHERE task_id = $3 AND {predicate} AND {cooperative}\
              RETURNING {TASK_COLUMNS}",
             predicate = cas_predicate(
                 TaskStatus::Cancelled,
@@ -511,15 +517,32 @@ impl TaskStore for PostgresStore {
                     auth_key: "$4::TEXT",
                     version: None,
                     now_ms: "$1::BIGINT",
+                    point_of_no_return: false,
                 },
             ),
+            // The one rule of contract::guard_cancel this single statement must restate:
+            // a 2026-07-28 task past its point of no return acknowledges, never cancels.
+            cooperative = if on(Mutant::PointOfNoReturnIgnored) {
+                "TRUE "
+            } else {
+                "NOT (era = '2026-07-28' AND irreversible_effect IS NOT NULL) "
+            },
         );
+        // The mutant's silence: no words around the effect, so none is named.
+        let before = (!on(Mutant::PointOfNoReturnIgnored)).then_some(CANCEL_PAST_POINT_BEFORE);
         let now = sql_int(now_ms, "now_ms")?;
         let mut connection = self.lock()?;
         let applied = connection
             .tasks(
                 &sql,
-                &[&now, &CANCEL_MESSAGE, &task_id, &caller],
+                &[
+                    &now,
+                    &CANCEL_MESSAGE,
+                    &task_id,
+                    &caller,
+                    &before,
+                    &CANCEL_PAST_POINT_AFTER,
+                ],
                 "cancel a task",
             )?
             .pop();

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 pub(crate) const TASK_COLUMNS: &str = "task_id, auth_key, method, tool_name, request_digest, \
     idempotency_key, status, version, created_at_ms, updated_at_ms, expires_at_ms, ttl_ms, \
     poll_interval_ms, cancel_requested, outcome, status_message, correlation_id, era, \
-    input_requests, input_responses";
+    input_requests, input_responses, irreversible_effect";
 
 /// A result row of either driver: column `at` as the driver decodes it (`None` for NULL),
 /// or the driver's reason it cannot.
@@ -139,6 +139,7 @@ pub(crate) fn task_from_row(row: &(impl SqlRow + ?Sized)) -> Result<TaskRecord, 
         era: columns.era(17, "era")?,
         input_requests: columns.opt_json::<InputMap>(18, "input_requests")?,
         input_responses: columns.opt_json::<InputMap>(19, "input_responses")?,
+        irreversible_effect: columns.opt_text(20, "irreversible_effect")?,
         task_id: columns.task_id.clone(),
     };
     match record.invariant_violation() {
@@ -267,6 +268,8 @@ pub(crate) struct CasParams<'a> {
     /// `None` when the statement does not pin a version (PostgreSQL's cancel).
     pub version: Option<&'a str>,
     pub now_ms: &'a str,
+    /// The write declares a point of no return (`working` → `working`, once).
+    pub point_of_no_return: bool,
 }
 
 /// The guards of a transition or cancel, as `AND`ed clauses after `task_id = …`: the
@@ -281,9 +284,16 @@ pub(crate) fn cas_predicate(next: TaskStatus, params: &CasParams<'_>) -> String 
             format!("{param} IS NOT NULL")
         }
     };
+    let legal = |from: TaskStatus| {
+        if params.point_of_no_return {
+            from == TaskStatus::Working && next == TaskStatus::Working
+        } else {
+            from.can_transition_to(next)
+        }
+    };
     let sources: Vec<TaskStatus> = TaskStatus::ALL
         .into_iter()
-        .filter(|from| from.can_transition_to(next) || (from.is_terminal() && !latched(*from)))
+        .filter(|from| legal(*from) || (from.is_terminal() && !latched(*from)))
         .collect();
     let mut clauses = vec![kept(
         !on(Mutant::TransitionTenantUnchecked),
@@ -298,6 +308,9 @@ pub(crate) fn cas_predicate(next: TaskStatus, params: &CasParams<'_>) -> String 
         ));
     }
     clauses.push(format!("status IN ({})", status_list(&sources)));
+    if params.point_of_no_return {
+        clauses.push("irreversible_effect IS NULL".to_owned());
+    }
     clauses.push(kept(
         !on(Mutant::TransitionExpiryUnchecked),
         format!(

@@ -4,7 +4,7 @@
 use super::{StoreError, decode_hex_secret, random_secret};
 
 /// The schema version this build writes. Migrations bring older databases up to it.
-pub(crate) const SCHEMA_VERSION: i64 = 2;
+pub(crate) const SCHEMA_VERSION: i64 = 3;
 
 /// The database a schema is rendered for.
 #[derive(Clone, Copy)]
@@ -18,7 +18,7 @@ pub(crate) enum Dialect {
 }
 
 /// `migrations(d)[v]` moves a database from version `v` to `v + 1`.
-fn migrations(dialect: Dialect) -> [String; 2] {
+fn migrations(dialect: Dialect) -> [String; 3] {
     let (int, flag, options) = match dialect {
         Dialect::Sqlite => ("INTEGER", "INTEGER NOT NULL DEFAULT 0", " WITHOUT ROWID"),
         #[cfg(feature = "postgres")]
@@ -73,6 +73,8 @@ ALTER TABLE tasks ADD COLUMN input_requests TEXT;
 ALTER TABLE tasks ADD COLUMN input_responses TEXT;
 "
         .to_owned(),
+        // Version 3: the irreversible effect a task declared at its point of no return.
+        "ALTER TABLE tasks ADD COLUMN irreversible_effect TEXT;".to_owned(),
     ]
 }
 

@@ -11,9 +11,9 @@ use super::row::{
 };
 use super::schema::{self, MetaTable};
 use super::{
-    Answer, CANCEL_ATTEMPTS_MAX, CANCEL_MESSAGE, CLAIM_BATCH_MAX, CreateCommand, InputCommand,
-    ListPage, ListQuery, OutboxClaim, SqliteOptions, StoreError, StoreOptions, TaskStore,
-    TransitionCommand, applied_transition, cancelled_record, check_transition_command,
+    Answer, CANCEL_ATTEMPTS_MAX, CLAIM_BATCH_MAX, CreateCommand, InputCommand, ListPage, ListQuery,
+    OutboxClaim, SqliteOptions, StoreError, StoreOptions, TaskStore, TransitionCommand,
+    applied_transition, cancel_message, cancelled_record, check_transition_command,
     classify_refused_cancel, classify_refused_transition, input_decision, list_page, list_preamble,
     page_limit,
 };
@@ -191,7 +191,7 @@ fn insert_task(connection: &Connection, task: &TaskParams<'_>) -> Result<(), Sto
     let sql = format!(
         "INSERT INTO tasks ({TASK_COLUMNS}) VALUES \
          (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
-          ?19, ?20)"
+          ?19, ?20, ?21)"
     );
     let mut statement = connection
         .prepare_cached(&sql)
@@ -218,6 +218,7 @@ fn insert_task(connection: &Connection, task: &TaskParams<'_>) -> Result<(), Sto
             task.era,
             task.input_requests,
             task.input_responses,
+            record.irreversible_effect,
         ])
         .map_err(|error| match error.sqlite_error_code() {
             Some(rusqlite::ErrorCode::ConstraintViolation)
@@ -320,7 +321,8 @@ impl TaskStore for SqliteStore {
                  updated_at_ms = max(updated_at_ms, ?2), outcome = ?3, \
                  status_message = coalesce(?4, status_message), \
                  input_requests = CASE ?1 WHEN 'input_required' THEN ?8 \
-                     WHEN 'working' THEN NULL ELSE input_requests END \
+                     WHEN 'working' THEN NULL ELSE input_requests END, \
+                 irreversible_effect = coalesce(?9, irreversible_effect) \
              WHERE task_id = ?5 AND {predicate}",
             predicate = cas_predicate(
                 command.next,
@@ -328,6 +330,7 @@ impl TaskStore for SqliteStore {
                     auth_key: "?6",
                     version: Some("?7"),
                     now_ms: "?2",
+                    point_of_no_return: command.irreversible_effect.is_some(),
                 },
             ),
         );
@@ -343,6 +346,7 @@ impl TaskStore for SqliteStore {
                     command.caller,
                     expected,
                     encode_input(&command.input_requests),
+                    command.irreversible_effect,
                 ])
             })
             .map_err(backend("write a transition"))?;
@@ -384,6 +388,7 @@ impl TaskStore for SqliteStore {
                     auth_key: "?4",
                     version: Some("?5"),
                     now_ms: "?1",
+                    point_of_no_return: false,
                 },
             ),
         );
@@ -400,7 +405,13 @@ impl TaskStore for SqliteStore {
             let changed = connection
                 .prepare_cached(&sql)
                 .and_then(|mut statement| {
-                    statement.execute(params![now, CANCEL_MESSAGE, task_id, caller, version,])
+                    statement.execute(params![
+                        now,
+                        cancel_message(&before),
+                        task_id,
+                        caller,
+                        version,
+                    ])
                 })
                 .map_err(backend("cancel a task"))?;
             if changed == 1 {
