@@ -305,6 +305,7 @@ mod serving {
     use std::process::ExitCode;
     use std::sync::Arc;
     use tasklatch::mcp::http::{self, HttpConfig, Tokens};
+    use tasklatch::mcp::limits::LimitsConfig;
     use tasklatch::mcp::server::stdio_negotiated;
     use tasklatch::mcp::{Assembly, ServerConfig, Session};
     use tasklatch::runtime::{BoxFuture, Env as _, NoProbe, Point, Probe, RuntimeConfig, TokioEnv};
@@ -359,6 +360,67 @@ mod serving {
         /// stderr and waits MS there, so a test can kill the process at that moment.
         #[arg(long, value_name = "POINT:MS", hide = true)]
         hold_at: Option<String>,
+        /// On SIGTERM or SIGINT: how long running tools may take to reach their completion
+        /// write before the process exits anyway (their tasks are delivered again after
+        /// --lease-ms). Meanwhile nothing new is admitted and blocked calls end.
+        #[arg(long, default_value_t = 10_000)]
+        drain_ms: u64,
+        /// Blocked `tasks/result` calls one caller (authorization key) may hold at once.
+        #[arg(long, default_value_t = LimitsConfig::default().waits_per_key_max)]
+        waits_per_caller: usize,
+        /// HTTP requests one caller may have in flight at once.
+        #[arg(long, default_value_t = LimitsConfig::default().requests_per_key_max)]
+        requests_per_caller: usize,
+        /// 2025-11-25 HTTP sessions one caller may hold open at once.
+        #[arg(long, default_value_t = LimitsConfig::default().sessions_per_key_max)]
+        sessions_per_caller: usize,
+        /// `tasks/get` and `tasks/list` calls per second one caller may make, sustained.
+        #[arg(long, default_value_t = LimitsConfig::default().polls_per_key_per_s)]
+        polls_per_second: u64,
+        /// ... and in a burst.
+        #[arg(long, default_value_t = LimitsConfig::default().polls_per_key_burst)]
+        poll_burst: u64,
+    }
+
+    /// Resolves once a SIGTERM or SIGINT was received and the drain finished: the server
+    /// stopped admitting and ended its blocked calls at once, then the workers had up to
+    /// `drain_ms` to finish the tools they were running. A second signal ends the drain.
+    async fn drain_on_signal(
+        server: Arc<tasklatch::mcp::Server>,
+        runtime: Arc<tasklatch::runtime::Runtime>,
+        drain_ms: u64,
+    ) {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut interrupt)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            eprintln!(
+                "tasklatch serve: cannot listen for SIGTERM; it will end the process at once"
+            );
+            return std::future::pending().await;
+        };
+        let mut signalled = async || {
+            tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = interrupt.recv() => "SIGINT",
+            }
+        };
+        let name = signalled().await;
+        eprintln!(
+            "tasklatch serve: {name}: draining (admitting nothing, blocked calls ended, up to {drain_ms} ms for running tools)"
+        );
+        server.drain();
+        let left = tokio::select! {
+            left = runtime.drain(drain_ms) => left,
+            name = signalled() => {
+                eprintln!("tasklatch serve: {name} again: stopping now");
+                runtime.workers_running()
+            }
+        };
+        eprintln!(
+            "tasklatch serve: drained; {left} tool runs unfinished (delivered again after the lease)"
+        );
     }
 
     /// Stops a worker at one named point for a while, saying so on stderr first.
@@ -444,6 +506,17 @@ mod serving {
             eprintln!("error: --workers must be 1..=256 and --lease-ms positive");
             return ExitCode::from(EXIT_BAD_INPUT);
         }
+        let limits = LimitsConfig {
+            waits_per_key_max: args.waits_per_caller,
+            requests_per_key_max: args.requests_per_caller,
+            sessions_per_key_max: args.sessions_per_caller,
+            polls_per_key_per_s: args.polls_per_second,
+            polls_per_key_burst: args.poll_burst,
+        };
+        if let Err(error) = limits.check() {
+            eprintln!("error: per-caller limits: {error}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
         let probe = match hold_probe(args.hold_at.as_deref()) {
             Ok(probe) => probe,
             Err(error) => {
@@ -468,6 +541,7 @@ mod serving {
                 Arc::new(TokioEnv),
                 ServerConfig {
                     conformance_tools: args.conformance_tools,
+                    limits,
                     ..ServerConfig::default()
                 },
                 RuntimeConfig {
@@ -477,7 +551,16 @@ mod serving {
                 },
                 probe,
             );
+            // Other processes on the same store wake this one's blocked calls (PostgreSQL).
+            let _feed = match server.follow_store_changes() {
+                Ok(feed) => feed,
+                Err(error) => {
+                    eprintln!("error: --store: {error}");
+                    return ExitCode::FAILURE;
+                }
+            };
             runtime.start(args.workers);
+            let drained = drain_on_signal(server.clone(), runtime.clone(), args.drain_ms);
             if let Some((address, config)) = http {
                 let listener = match tokio::net::TcpListener::bind(&address).await {
                     Ok(listener) => listener,
@@ -497,7 +580,11 @@ mod serving {
                     exports.display(),
                     args.workers
                 );
-                let served = http::serve(listener, http::router(server, config)).await;
+                // Requests are still served while draining (polls, cancels), until it ends.
+                let served = tokio::select! {
+                    served = http::serve(listener, http::router(server, config)) => served,
+                    () = drained => Ok(()),
+                };
                 runtime.shut_down();
                 return match served {
                     Ok(()) => ExitCode::SUCCESS,
@@ -520,7 +607,10 @@ mod serving {
                 idempotency_header: None,
             };
             let input = tokio::io::BufReader::new(tokio::io::stdin());
-            tasklatch::mcp::stdio::serve(server, session, input, tokio::io::stdout()).await;
+            tokio::select! {
+                () = tasklatch::mcp::stdio::serve(server, session, input, tokio::io::stdout()) => {}
+                () = drained => {}
+            }
             runtime.shut_down();
             ExitCode::SUCCESS
         });

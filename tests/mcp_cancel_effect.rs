@@ -13,17 +13,14 @@
 //!   measured duration): none ends cancelled with its file, and every completed one has it.
 
 mod http_client;
+mod serve_process;
 mod support;
 
-use serde_json::{Value, json};
-use std::io::{BufRead as _, BufReader};
+use serde_json::json;
+use serve_process::{ServeClient, ServeProcess, stored_status};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
-use support::Killed;
 use tasklatch::contract::TaskStatus;
-use tasklatch::store::{StoreOptions, open_store};
 
 const TOKEN: &str = "token-effect-0001";
 /// How long a killed server's leased task waits before it is delivered again.
@@ -33,164 +30,31 @@ const AIMED_ROUNDS: usize = 300;
 /// Clients sending them side by side.
 const AIMED_CLIENTS: usize = 3;
 
-/// One `tasklatch serve --http` process, its address and its stderr lines.
-struct Serve {
-    _process: Killed,
-    address: String,
-    /// In a mutex so that clients on several threads may share the server.
-    stderr: std::sync::Mutex<Receiver<String>>,
-}
-
-impl Serve {
-    fn start(store: &str, exports: &Path, folder: &Path, extra: &[&str]) -> Serve {
-        let tokens = folder.join("tokens.json");
-        std::fs::write(
-            &tokens,
-            format!(r#"{{"tokens": {{"{TOKEN}": "tenant-a/alice"}}}}"#),
-        )
-        .expect("tokens");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tasklatch"))
-            .args([
-                "serve",
-                "--http",
-                "127.0.0.1:0",
-                "--store",
-                store,
-                "--tokens",
-            ])
-            .arg(&tokens)
-            .arg("--exports")
-            .arg(exports)
-            .args(["--lease-ms", &LEASE_MS.to_string(), "--workers", "3"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the server starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let stderr = child.stderr.take().expect("stderr");
-        let process = Killed(child);
-        let (send, receive) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).expect("a line");
-        let address = line
-            .trim()
-            .strip_prefix("listening http://")
-            .and_then(|rest| rest.strip_suffix("/mcp"))
-            .unwrap_or_else(|| panic!("expected `listening http://ADDR/mcp`, got {line:?}"))
-            .to_owned();
-        Serve {
-            _process: process,
-            address,
-            stderr: std::sync::Mutex::new(receive),
-        }
-    }
-
-    /// Waits for a worker to say it holds `task_id` at `point`.
-    fn held(&self, point: &str, task_id: &str) {
-        let wanted = format!("hold {point} {task_id}");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.stderr.lock().expect("stderr").recv_timeout(left) {
-                Ok(line) if line == wanted => return,
-                Ok(_) => {}
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
-                    panic!("no worker held {task_id} at {point}")
-                }
-            }
-        }
-    }
-
-    /// What the server wrote on stderr so far (not yet read).
-    fn said(&self) -> String {
-        let lines = self.stderr.lock().expect("stderr");
-        std::iter::from_fn(|| lines.try_recv().ok())
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    fn kill(self) {
-        drop(self);
-    }
+/// The server, started with this test's token and lease.
+fn start_serve(store: &str, exports: &Path, folder: &Path, extra: &[&str]) -> ServeProcess {
+    let lease_ms = LEASE_MS.to_string();
+    // Its clients poll every 5 ms to catch the end at once: far above a client following
+    // pollInterval, so the poll budget is raised.
+    let mut args = vec![
+        "--lease-ms",
+        &lease_ms,
+        "--workers",
+        "3",
+        "--polls-per-second",
+        "100000",
+    ];
+    args.extend_from_slice(extra);
+    ServeProcess::start(store, exports, folder, &[(TOKEN, "tenant-a/alice")], &args)
 }
 
 /// A client of one server: its session.
-struct Client<'s> {
-    serve: &'s Serve,
-    session: String,
+fn client_of(serve: &ServeProcess) -> ServeClient {
+    ServeClient::of(&serve.address, TOKEN)
 }
 
-impl Client<'_> {
-    fn of(serve: &Serve) -> Client<'_> {
-        let session = http_client::initialize(&serve.address, TOKEN).expect("initialize");
-        Client { serve, session }
-    }
-
-    /// The JSON-RPC answer to a request.
-    fn answer(&self, method: &str, params: Value) -> Value {
-        let message = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
-        http_client::rpc(&self.serve.address, TOKEN, Some(&self.session), &message)
-            .unwrap_or_else(|error| panic!("{method}: {error}"))
-            .json()
-    }
-
-    /// The `result` of a request, which must come.
-    fn call(&self, method: &str, params: Value) -> Value {
-        let answer = self.answer(method, params);
-        assert!(
-            answer["result"].is_object(),
-            "{method}: {answer}\nthe server said:\n{}",
-            self.serve.said()
-        );
-        answer["result"].clone()
-    }
-
-    fn export(&self, delay_ms: u64) -> String {
-        let created = self.call(
-            "tools/call",
-            json!({
-                "name": "export",
-                "arguments": { "name": "effect", "delay_ms": delay_ms },
-                "task": { "ttl": 600_000 },
-            }),
-        );
-        created["task"]["taskId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("a task: {created}"))
-            .to_owned()
-    }
-
-    fn status(&self, task_id: &str) -> String {
-        self.call("tasks/get", json!({ "taskId": task_id }))["status"]
-            .as_str()
-            .unwrap_or("?")
-            .to_owned()
-    }
-
-    fn cancel(&self, task_id: &str) -> Value {
-        self.call("tasks/cancel", json!({ "taskId": task_id }))
-    }
-
-    /// Polls every 5 ms until the task is terminal; its status.
-    fn terminal(&self, task_id: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let status = self.status(task_id);
-            if matches!(status.as_str(), "completed" | "failed" | "cancelled") {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "{task_id} stayed {status}");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
+/// Polls every 5 ms until the task is terminal; its status.
+fn terminal(client: &ServeClient, task_id: &str) -> String {
+    client.terminal_within(task_id, Duration::from_millis(5), Duration::from_secs(30))
 }
 
 fn published(exports: &Path, task_id: &str) -> PathBuf {
@@ -210,22 +74,13 @@ fn eventually(what: &str, done: impl Fn() -> bool) {
     }
 }
 
-fn stored_status(store: &str, task_id: &str) -> TaskStatus {
-    open_store(store, &StoreOptions::default())
-        .expect("the store opens")
-        .read(task_id)
-        .expect("read")
-        .expect("the task is kept")
-        .status
-}
-
 /// Every part of the file's story on one store.
 fn cancelled_means_no_effect(label: &str, store: &str, folder: &Path) {
     let exports = folder.join("exports");
 
     // A cancel while the worker holds the prepared export: the worker goes on and loses.
-    let serve = Serve::start(store, &exports, folder, &["--hold-at", "after-prepare:300"]);
-    let client = Client::of(&serve);
+    let serve = start_serve(store, &exports, folder, &["--hold-at", "after-prepare:300"]);
+    let client = client_of(&serve);
     for round in 0..3 {
         let task_id = client.export(50);
         serve.held("after-prepare", &task_id);
@@ -253,7 +108,7 @@ fn cancelled_means_no_effect(label: &str, store: &str, folder: &Path) {
         prepared(&exports, &task_id).exists(),
         "{label}: left prepared"
     );
-    let serve = Serve::start(store, &exports, folder, &[]);
+    let serve = start_serve(store, &exports, folder, &[]);
     eventually("the dead worker's prepared export discarded", || {
         !prepared(&exports, &task_id).exists()
     });
@@ -261,17 +116,17 @@ fn cancelled_means_no_effect(label: &str, store: &str, folder: &Path) {
         !published(&exports, &task_id).exists(),
         "{label}: no export"
     );
-    assert_eq!(Client::of(&serve).status(&task_id), "cancelled");
+    assert_eq!(client_of(&serve).status(&task_id), "cancelled");
     serve.kill();
 
     // Killed between decide and publish: completed, unpublished; the restart publishes.
-    let serve = Serve::start(
+    let serve = start_serve(
         store,
         &exports,
         folder,
         &["--hold-at", "after-decide:60000"],
     );
-    let task_id = Client::of(&serve).export(50);
+    let task_id = client_of(&serve).export(50);
     serve.held("after-decide", &task_id);
     serve.kill();
     assert_eq!(stored_status(store, &task_id), TaskStatus::Completed);
@@ -279,7 +134,7 @@ fn cancelled_means_no_effect(label: &str, store: &str, folder: &Path) {
         !published(&exports, &task_id).exists() && prepared(&exports, &task_id).exists(),
         "{label}: killed after decide, the export is prepared, not published"
     );
-    let serve = Serve::start(store, &exports, folder, &[]);
+    let serve = start_serve(store, &exports, folder, &[]);
     eventually("the redelivery publishes the export", || {
         published(&exports, &task_id).exists()
     });
@@ -287,7 +142,7 @@ fn cancelled_means_no_effect(label: &str, store: &str, folder: &Path) {
         !prepared(&exports, &task_id).exists(),
         "{label}: published once"
     );
-    let client = Client::of(&serve);
+    let client = client_of(&serve);
     let result = client.call("tasks/result", json!({ "taskId": task_id }));
     assert!(
         result["content"][0]["text"]
@@ -301,7 +156,7 @@ fn cancelled_means_no_effect(label: &str, store: &str, folder: &Path) {
     for _ in 0..5 {
         let started = Instant::now();
         let task_id = client.export(100);
-        assert_eq!(client.terminal(&task_id), "completed");
+        assert_eq!(terminal(&client, &task_id), "completed");
         durations_ms.push(started.elapsed().as_secs_f64() * 1_000.0);
     }
     durations_ms.sort_by(f64::total_cmp);
@@ -311,7 +166,7 @@ fn cancelled_means_no_effect(label: &str, store: &str, folder: &Path) {
             .map(|lane| {
                 let (serve, exports) = (&serve, &exports);
                 scope.spawn(move || {
-                    let client = Client::of(serve);
+                    let client = client_of(serve);
                     // [cancelled, completed, cancelled with its file, completed without]
                     let mut tally = [0usize; 4];
                     for round in (lane..AIMED_ROUNDS).step_by(AIMED_CLIENTS) {
@@ -322,7 +177,7 @@ fn cancelled_means_no_effect(label: &str, store: &str, folder: &Path) {
                         std::thread::sleep(at.saturating_sub(started.elapsed()));
                         // Refused (`-32602`) when the completion won: that is the other side.
                         client.answer("tasks/cancel", json!({ "taskId": task_id }));
-                        match client.terminal(&task_id).as_str() {
+                        match terminal(&client, &task_id).as_str() {
                             "cancelled" => {
                                 tally[0] += 1;
                                 eventually("a cancelled export's prepared file discarded", || {

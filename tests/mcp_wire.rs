@@ -483,16 +483,28 @@ async fn hostile_input_gets_clear_errors_and_changes_nothing() {
             assert_eq!(error(&theirs).0, -32602, "{method}");
         }
     }
-    // A flood of polls for ids that are not the caller's: every one refused, still up.
+    // A flood of polls for ids that are not the caller's, from a third caller: every one
+    // refused — not found while its poll budget lasts, then rate-limited — and the server
+    // still up, with everyone else's budget untouched (the snapshot below polls as them).
+    let mallory = session("m", "tenant-c/mallory", Negotiated::FULL);
+    let (mut not_found, mut limited) = (0, 0);
     for n in 0..2_000u32 {
         let id = if n % 2 == 0 {
             bobs.clone()
         } else {
             format!("{n:032x}")
         };
-        let answer = rpc(server, &a, "tasks/get", json!({ "taskId": id })).await;
-        assert_eq!(error(&answer).0, -32602);
+        let answer = rpc(server, &mallory, "tasks/get", json!({ "taskId": id })).await;
+        match error(&answer).0 {
+            -32602 => not_found += 1,
+            -32029 => limited += 1,
+            other => panic!("a flood poll answered {other}: {answer}"),
+        }
     }
+    assert!(
+        not_found >= 1_000 && limited > 0,
+        "{not_found} not found, {limited} limited"
+    );
     // Nothing changed, and the server still answers.
     assert_eq!(snapshot(server).await, before);
     let ping = rpc(server, &a, "ping", json!({})).await;

@@ -112,15 +112,36 @@ pub fn rpc(
     session: Option<&str>,
     message: &serde_json::Value,
 ) -> std::io::Result<Reply> {
+    rpc_accepting(
+        address,
+        token,
+        session,
+        message,
+        "application/json, text/event-stream",
+        &[],
+    )
+}
+
+/// [`rpc`] with this `Accept` header (`application/json` alone: an answer whose status is
+/// chosen when the call ends) and `extra` headers.
+pub fn rpc_accepting(
+    address: &str,
+    token: &str,
+    session: Option<&str>,
+    message: &serde_json::Value,
+    accept: &str,
+    extra: &[(&str, &str)],
+) -> std::io::Result<Reply> {
     let bearer = format!("Bearer {token}");
     let mut headers = vec![
         ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
+        ("Accept", accept),
         ("Authorization", bearer.as_str()),
     ];
     if let Some(session) = session {
         headers.push(("Mcp-Session-Id", session));
     }
+    headers.extend_from_slice(extra);
     request(
         address,
         "POST",
@@ -294,4 +315,29 @@ pub fn initialize_with(
         .ok_or_else(|| {
             std::io::Error::other(format!("no session id: {} {}", reply.status, reply.body))
         })
+}
+
+/// Sends a JSON-RPC POST to `/mcp` and reads nothing back: the caller keeps the connection
+/// for as long as it wants the call, and drops it to walk away from it (an abandoned
+/// blocking call). `headers` go after the bearer token.
+pub fn post_and_hold(
+    address: &str,
+    token: &str,
+    headers: &[(&str, &str)],
+    message: &serde_json::Value,
+) -> std::io::Result<TcpStream> {
+    let mut stream = TcpStream::connect(address)?;
+    let body = message.to_string();
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Length: {}\r\n\
+         Content-Type: application/json\r\nAuthorization: Bearer {token}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body.as_bytes())?;
+    Ok(stream)
 }

@@ -266,7 +266,7 @@ pub fn create_command(task_id: &str, now_ms: u64) -> tasklatch::store::CreateCom
     }
 }
 
-/// Starts `tasklatch serve --http` in-process on a loopback port: the runtime (two
+/// Starts `tasklatch serve --http` in-process on a loopback port: the runtime (four
 /// workers) and the router over `store`, on a tokio runtime of their own in a background
 /// thread that lives as long as the test process. Returns the `host:port` it listens on.
 pub fn serve_http(
@@ -276,6 +276,18 @@ pub fn serve_http(
     runtime: tasklatch::runtime::RuntimeConfig,
     http: tasklatch::mcp::http::HttpConfig,
 ) -> String {
+    serve_http_server(store, exports, server, runtime, http).0
+}
+
+/// [`serve_http`], also returning the server (its open waits, its drain) and following the
+/// store's change feed if it has one.
+pub fn serve_http_server(
+    store: std::sync::Arc<dyn tasklatch::store::TaskStore>,
+    exports: PathBuf,
+    server: tasklatch::mcp::ServerConfig,
+    runtime: tasklatch::runtime::RuntimeConfig,
+    http: tasklatch::mcp::http::HttpConfig,
+) -> (String, std::sync::Arc<tasklatch::mcp::Server>) {
     let (send, receive) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let tokio = tokio::runtime::Builder::new_multi_thread()
@@ -291,14 +303,17 @@ pub fn serve_http(
                 server,
                 runtime,
             );
+            let _feed = server
+                .follow_store_changes()
+                .expect("the change feed starts");
             // Four workers: the probe's workload leaves a hundred one-second exports to
             // finish within its liveness phase.
             runtime.start(4);
-            let router = tasklatch::mcp::http::router(server, http);
+            let router = tasklatch::mcp::http::router(server.clone(), http);
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                 .await
                 .expect("bind");
-            send.send(listener.local_addr().expect("address").to_string())
+            send.send((listener.local_addr().expect("address").to_string(), server))
                 .expect("sent");
             tasklatch::mcp::http::serve(listener, router)
                 .await

@@ -355,6 +355,8 @@ pub(super) async fn simulate(
                 poll_interval_ms: server_facts.poll_interval_ms,
                 list_page: server_facts.list_page,
                 log_store_errors: false,
+                // The clients are the system under test's peers, not abusers: no budget.
+                limits: crate::mcp::limits::LimitsConfig::unlimited(),
                 ..ServerConfig::default()
             },
         )),

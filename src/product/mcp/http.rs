@@ -123,10 +123,103 @@ pub struct HttpConfig {
 struct Shared {
     server: Arc<Server>,
     config: HttpConfig,
-    /// Open sessions: id → (authorization key, when last used, on a request counter).
-    sessions: Mutex<BTreeMap<String, (String, u64)>>,
+    /// Open sessions by id.
+    sessions: Mutex<BTreeMap<String, OpenSession>>,
     /// Requests seen, for least-recently-used eviction.
     requests: std::sync::atomic::AtomicU64,
+}
+
+/// One open 2025-11-25 session.
+struct OpenSession {
+    /// The authorization key that opened it; only that key may use it.
+    owner: String,
+    /// When it was last used, on the request counter (least recently used goes first).
+    used: u64,
+    /// Ended when the session is deleted or evicted: its calls still blocked end too.
+    life: Arc<SessionLife>,
+}
+
+/// Whether a session still exists, as something a blocked call can wait on.
+#[derive(Default)]
+struct SessionLife {
+    ended: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl SessionLife {
+    fn end(&self) {
+        self.ended.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    /// Resolves once the session has ended (at once if it already has).
+    async fn ended(&self) {
+        let notified = self.notify.notified();
+        tokio::pin!(notified);
+        // Registered before the flag is read, so an end in between is not missed.
+        notified.as_mut().enable();
+        if self.ended.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        notified.await;
+    }
+}
+
+impl Shared {
+    /// Forgets session `id` (deleted or evicted): its blocked calls end, its budget place
+    /// is freed, the server forgets its routes.
+    fn end_session(&self, sessions: &mut BTreeMap<String, OpenSession>, id: &str) {
+        if let Some(open) = sessions.remove(id) {
+            open.life.end();
+            self.server.limits().close_session(&open.owner);
+        }
+        self.server.unsubscribe(id);
+    }
+}
+
+/// The status and `Retry-After` seconds a JSON-RPC error code asks for, if any.
+fn retry_status(answer: &Value) -> Option<(StatusCode, u64)> {
+    let error = answer.get("error")?;
+    let status = match error.get("code")?.as_i64()? {
+        code::LIMITED => StatusCode::TOO_MANY_REQUESTS,
+        code::DRAINING => StatusCode::SERVICE_UNAVAILABLE,
+        _ => return None,
+    };
+    let retry_after_ms = error
+        .get("data")
+        .and_then(|data| data.get("retryAfterMs"))
+        .and_then(Value::as_u64)
+        .unwrap_or(1_000);
+    Some((status, retry_after_ms.div_ceil(1_000).max(1)))
+}
+
+/// A JSON answer: `200`, or the status [`retry_status`] asks for with `Retry-After`.
+fn json_answer(answer: &Value, status: StatusCode) -> Response {
+    let (status, retry_after_s) = match retry_status(answer) {
+        Some((refused, seconds)) => (refused, Some(seconds)),
+        None => (status, None),
+    };
+    let mut response = (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        answer.to_string(),
+    )
+        .into_response();
+    if let Some(seconds) = retry_after_s {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
+}
+
+/// What a call blocked on a session gets when the session is deleted under it.
+fn session_ended() -> RpcError {
+    RpcError::new(
+        code::INVALID_REQUEST,
+        "Session ended while the call was blocked (deleted or evicted): its tasks go on; \
+         initialize again to follow them",
+    )
 }
 
 /// The `/mcp` router.
@@ -171,6 +264,8 @@ fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
 struct Caller {
     auth_key: String,
     session_id: Option<String>,
+    /// The session's life (after initialize): a blocked call ends with it.
+    life: Option<Arc<SessionLife>>,
 }
 
 /// A request refused before it reaches the handler.
@@ -255,6 +350,7 @@ fn check_caller(
         return Ok(Caller {
             auth_key: auth_key.to_owned(),
             session_id: None,
+            life: None,
         });
     }
     let Some(session_id) = session_id else {
@@ -266,27 +362,31 @@ fn check_caller(
     let now = shared
         .requests
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let owner = shared
+    let found = shared
         .sessions
         .lock()
         .expect("sessions")
         .get_mut(&session_id)
-        .map(|(owner, used)| {
-            *used = now;
-            owner.clone()
+        .map(|open| {
+            open.used = now;
+            (open.owner.clone(), open.life.clone())
         });
-    match owner {
+    match found {
         None => Err(refused(
             StatusCode::NOT_FOUND,
-            "Session not found: initialize again",
+            // Several instances behind one balancer: a session lives in the process that
+            // opened it, while tasks live in the store every instance shares.
+            "Session not found: it ended, or another server instance opened it (sessions are \
+             per instance; tasks are not): initialize again",
         )),
-        Some(owner) if owner != auth_key => Err(refused(
+        Some((owner, _)) if owner != auth_key => Err(refused(
             StatusCode::FORBIDDEN,
             "Forbidden: this session belongs to another caller",
         )),
-        Some(_) => Ok(Caller {
+        Some((_, life)) => Ok(Caller {
             auth_key: auth_key.to_owned(),
             session_id: Some(session_id),
+            life: Some(life),
         }),
     }
 }
@@ -378,18 +478,41 @@ async fn on_post(
         Ok(caller) => caller,
         Err(refusal) => return refusal.into_response(),
     };
-    let session_id = match &caller.session_id {
-        Some(id) => id.clone(),
-        None => {
+    let request_id = match &incoming {
+        Incoming::Request { id, .. } => id.clone(),
+        _ => Value::Null,
+    };
+    let now_ms = shared.server.env.now_ms();
+    let _in_flight = match shared
+        .server
+        .limits()
+        .begin_request(&caller.auth_key, now_ms)
+    {
+        Ok(in_flight) => in_flight,
+        Err(limited) => {
+            let answer = wire::error_response(&request_id, &limited.to_rpc_error());
+            return json_answer(&answer, StatusCode::OK);
+        }
+    };
+    let (session_id, life) = match (&caller.session_id, &caller.life) {
+        (Some(id), Some(life)) => (id.clone(), life.clone()),
+        _ => {
+            if let Err(limited) = shared
+                .server
+                .limits()
+                .open_session(&caller.auth_key, now_ms)
+            {
+                let answer = wire::error_response(&request_id, &limited.to_rpc_error());
+                return json_answer(&answer, StatusCode::OK);
+            }
             let mut sessions = shared.sessions.lock().expect("sessions");
             if sessions.len() >= shared.config.sessions_max.max(1)
                 && let Some(oldest) = sessions
                     .iter()
-                    .min_by_key(|(_, (_, used))| *used)
+                    .min_by_key(|(_, open)| open.used)
                     .map(|(id, _)| id.clone())
             {
-                sessions.remove(&oldest);
-                shared.server.unsubscribe(&oldest);
+                shared.end_session(&mut sessions, &oldest);
             }
             let id = format!(
                 "{:016x}{:016x}",
@@ -399,8 +522,16 @@ async fn on_post(
             let now = shared
                 .requests
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            sessions.insert(id.clone(), (caller.auth_key.clone(), now));
-            id
+            let life = Arc::new(SessionLife::default());
+            sessions.insert(
+                id.clone(),
+                OpenSession {
+                    owner: caller.auth_key.clone(),
+                    used: now,
+                    life: life.clone(),
+                },
+            );
+            (id, life)
         }
     };
     let session = session_of(&caller, &session_id, &headers);
@@ -412,19 +543,20 @@ async fn on_post(
             shared.server.handle(&session, incoming).await;
             StatusCode::ACCEPTED.into_response()
         }
-        incoming if streams => result_stream(shared.clone(), session, incoming),
+        incoming if streams => match shared.server.check_wait_budget(&session.auth_key) {
+            // Refused before the stream starts, while the status can still say so.
+            Err(error) => json_answer(&wire::error_response(&request_id, &error), StatusCode::OK),
+            Ok(()) => result_stream(shared.clone(), session, incoming, life),
+        },
         incoming => {
-            let answer = shared
-                .server
-                .handle(&session, incoming)
-                .await
-                .unwrap_or(Value::Null);
-            (
-                StatusCode::OK,
-                [(header::CONTENT_TYPE, "application/json")],
-                answer.to_string(),
-            )
-                .into_response()
+            // A client that disconnects drops this future (hyper stops polling it); a
+            // session deleted meanwhile ends it here.
+            let answer = tokio::select! {
+                biased;
+                answer = shared.server.handle(&session, incoming) => answer.unwrap_or(Value::Null),
+                () = life.ended() => wire::error_response(&request_id, &session_ended()),
+            };
+            json_answer(&answer, StatusCode::OK)
         }
     };
     if let Ok(value) = HeaderValue::from_str(&session_id) {
@@ -437,7 +569,12 @@ async fn on_post(
 /// task's questions as requests to the client while it is `input_required` (their
 /// responses come back as POSTs on the session), then the response, then the end of the
 /// stream. A client that goes away ends the call.
-fn result_stream(shared: Arc<Shared>, session: Session, incoming: Incoming) -> Response {
+fn result_stream(
+    shared: Arc<Shared>,
+    session: Session,
+    incoming: Incoming,
+    life: Arc<SessionLife>,
+) -> Response {
     let (send, receive) =
         tokio::sync::mpsc::channel::<Value>(shared.server.config.notifications_queued_max);
     // A per-request subscription, so this stream sees its session's notifications.
@@ -451,12 +588,23 @@ fn result_stream(shared: Arc<Shared>, session: Session, incoming: Incoming) -> R
     };
     shared.server.subscribe(&stream_session, send.clone());
     let server = shared.server.clone();
+    let request_id = match &incoming {
+        Incoming::Request { id, .. } => id.clone(),
+        _ => Value::Null,
+    };
+    let in_flight = shared.clone();
     tokio::spawn(async move {
+        // The stream holds the caller's in-flight place until it ends.
+        let _in_flight = in_flight
+            .server
+            .limits()
+            .begin_request(&session.auth_key, in_flight.server.env.now_ms());
         let answered = tokio::select! {
             biased;
             answer = server.handle_on(&session, incoming, Some(&send)) => Some(answer),
             // The client went away: the call ends, and the questions it sent are forgotten.
             () = send.closed() => None,
+            () = life.ended() => Some(Some(wire::error_response(&request_id, &session_ended()))),
         };
         server.unsubscribe(&stream_session.id);
         if let Some(answer) = answered {
@@ -527,12 +675,8 @@ async fn on_delete(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Res
         Err(refusal) => return refusal.into_response(),
     };
     let session_id = caller.session_id.expect("checked above");
-    shared
-        .sessions
-        .lock()
-        .expect("sessions")
-        .remove(&session_id);
-    shared.server.unsubscribe(&session_id);
+    let mut sessions = shared.sessions.lock().expect("sessions");
+    shared.end_session(&mut sessions, &session_id);
     StatusCode::NO_CONTENT.into_response()
 }
 
@@ -631,6 +775,19 @@ async fn modern_post(shared: &Arc<Shared>, headers: &HeaderMap, incoming: Incomi
         // This era defines no client notifications over HTTP: accepted, nothing to do.
         return StatusCode::ACCEPTED.into_response();
     };
+    let _in_flight = match shared
+        .server
+        .limits()
+        .begin_request(auth_key, shared.server.env.now_ms())
+    {
+        Ok(in_flight) => in_flight,
+        Err(limited) => {
+            return json_answer(
+                &wire::error_response(&id, &limited.to_rpc_error()),
+                StatusCode::OK,
+            );
+        }
+    };
     let session = Session {
         id: String::new(),
         auth_key: auth_key.to_owned(),
@@ -668,10 +825,5 @@ async fn modern_post(shared: &Arc<Shared>, headers: &HeaderMap, incoming: Incomi
         Ok(result) => wire::response(&id, result),
         Err(error) => wire::error_response(&id, &error),
     };
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
+    json_answer(&body, status)
 }

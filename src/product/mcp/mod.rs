@@ -14,6 +14,8 @@
 //! - [`suite_tools`] — the official conformance suite's fixture tools (`--conformance-tools`).
 //! - [`stdio`] — the stdio transport.
 //! - [`http`] — the Streamable HTTP transport (sessions, bearer tokens, SSE).
+//! - [`waits`] — blocked calls: woken by their task's writes, ended with their client.
+//! - [`limits`] — per-caller budgets (waits, requests, sessions, poll rate).
 //!
 //! What the wire promises, and where it is decided:
 //!
@@ -49,11 +51,13 @@
 //! every madsim run also exercises this layer and its oracle judges what the wire showed.
 
 pub mod http;
+pub mod limits;
 pub mod modern;
 pub mod server;
 pub mod stdio;
 pub mod suite_tools;
 pub mod tools;
+pub mod waits;
 pub mod wire;
 
 pub use server::{Server, ServerConfig, Session};

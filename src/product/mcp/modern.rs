@@ -141,11 +141,14 @@ pub fn missing_tasks_capability(what: &str) -> RpcError {
 }
 
 /// The HTTP status a modern answer goes out with: 400 for malformed or refused requests,
-/// 404 for an unknown method, 200 otherwise (a tool's own error is a result).
+/// 404 for an unknown method, 429 for a spent budget, 503 while draining, 200 otherwise
+/// (a tool's own error is a result).
 pub fn http_status(error: Option<&RpcError>) -> u16 {
     match error.map(|error| error.code) {
         None => 200,
         Some(code::METHOD_NOT_FOUND) => 404,
+        Some(code::LIMITED) => 429,
+        Some(code::DRAINING) => 503,
         Some(
             code::PARSE_ERROR
             | code::INVALID_REQUEST
@@ -298,6 +301,7 @@ impl Server {
         outbound: Outbound,
     ) -> Result<(), RpcError> {
         Server::check_version(envelope)?;
+        self.check_admitting()?;
         let filter = match params.get("notifications") {
             Some(Value::Object(filter)) => filter,
             _ => {
@@ -352,6 +356,8 @@ impl Server {
             outbound,
         };
         let mut listeners = self.listeners.lock().expect("listeners");
+        // A stream whose client went away holds no place.
+        listeners.retain(|_, listener| !listener.outbound.is_closed());
         let mine = listeners
             .values()
             .filter(|other| other.auth_key == session.auth_key)
@@ -435,11 +441,17 @@ impl Server {
                 "ttlMs": LIST_TTL_MS,
                 "cacheScope": "private",
             })),
-            "tools/call" => self.call_tool_modern(session, envelope, params).await,
+            "tools/call" => {
+                self.check_admitting()?;
+                self.call_tool_modern(session, envelope, params).await
+            }
             "tasks/get" | "tasks/update" | "tasks/cancel" if !envelope.declares_tasks => {
                 Err(missing_tasks_capability(method))
             }
-            "tasks/get" => self.get_modern(&session.auth_key, params),
+            "tasks/get" => {
+                self.spend_poll(session)?;
+                self.get_modern(&session.auth_key, params)
+            }
             "tasks/update" => self.update_modern(&session.auth_key, params),
             "tasks/cancel" => self.cancel_modern(&session.auth_key, params),
             other => Err(RpcError::new(

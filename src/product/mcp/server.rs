@@ -18,11 +18,16 @@
 //! when its call or session ends, or when its key is no longer open. A response nobody on
 //! that session asked for is ignored.
 
+use super::limits::{Budget, Limited, Limits, LimitsConfig};
 use super::tools::{Catalog, ToolSpec};
+use super::waits::{WaitRefused, Waits};
 use super::wire::{self, Incoming, RpcError, code};
 use crate::contract::{Decision, Era, Negotiated, TaskOutcome, TaskRecord, TaskStatus};
 use crate::runtime::{Env, Notify, ToolStep};
-use crate::store::{CreateCommand, InputCommand, ListQuery, StoreError, TaskStore, WrappedRequest};
+use crate::store::{
+    Change, ChangeFeed, CreateCommand, InputCommand, ListQuery, StoreError, TaskStore,
+    WrappedRequest,
+};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -55,9 +60,13 @@ pub struct ServerConfig {
     pub ttl_ms_max: u64,
     /// The `pollInterval` tasks suggest.
     pub poll_interval_ms: u64,
-    /// A blocked `tasks/result` re-reads the store at least this often (another replica's
-    /// worker may finish the task; no wake-up reaches this process then).
+    /// A blocked `tasks/result` re-reads the store at least this often: a safety net only.
+    /// It is woken by the write that changes its task — in this process directly, from
+    /// other processes through the store's change feed (PostgreSQL `LISTEN/NOTIFY`); a
+    /// store without a feed (several processes on one SQLite file) relies on this re-read.
     pub result_recheck_ms: u64,
+    /// What one caller may hold at once (see [`super::limits`]).
+    pub limits: LimitsConfig,
     /// Page size of `tasks/list`.
     pub list_page: usize,
     /// Notifications queued per session before new ones are dropped (they are hints: the
@@ -77,7 +86,8 @@ impl Default for ServerConfig {
             ttl_ms_default: Some(3_600_000),
             ttl_ms_max: 86_400_000,
             poll_interval_ms: 500,
-            result_recheck_ms: 250,
+            result_recheck_ms: 5_000,
+            limits: LimitsConfig::default(),
             list_page: 50,
             notifications_queued_max: 1_024,
             log_store_errors: true,
@@ -260,8 +270,12 @@ pub struct Server {
     /// The settings the server was built with.
     pub config: ServerConfig,
     pub(super) specs: Vec<ToolSpec>,
-    /// Woken on every status change this process applies.
-    changed: tokio::sync::Notify,
+    /// Blocked `tasks/result` calls, woken by their task's changes.
+    waits: Waits,
+    /// Every caller's budgets.
+    limits: Limits,
+    /// Set by [`Server::drain`]: nothing new is admitted.
+    draining: std::sync::atomic::AtomicBool,
     subscribers: Mutex<BTreeMap<String, Subscriber>>,
     progress: Mutex<BTreeMap<String, ProgressWatch>>,
     /// Open 2026-07-28 `subscriptions/listen` streams, by a counter.
@@ -288,8 +302,10 @@ impl Server {
             store,
             tools,
             env,
+            waits: Waits::default(),
+            limits: Limits::new(config.limits.clone()),
+            draining: std::sync::atomic::AtomicBool::new(false),
             config,
-            changed: tokio::sync::Notify::new(),
             subscribers: Mutex::new(BTreeMap::new()),
             progress: Mutex::new(BTreeMap::new()),
             listeners: Mutex::new(BTreeMap::new()),
@@ -428,11 +444,20 @@ impl Server {
             "tools/list" => Ok(json!({
                 "tools": self.specs.iter().map(ToolSpec::to_json).collect::<Vec<_>>()
             })),
-            "tools/call" => self.call_tool(session, params).await,
-            "tasks/get" => self.get(session, params),
+            "tools/call" => {
+                self.check_admitting()?;
+                self.call_tool(session, params).await
+            }
+            "tasks/get" => {
+                self.spend_poll(session)?;
+                self.get(session, params)
+            }
             "tasks/result" => self.result(session, params, stream).await,
             "tasks/cancel" => self.cancel(session, params),
-            "tasks/list" => self.list(session, params),
+            "tasks/list" => {
+                self.spend_poll(session)?;
+                self.list(session, params)
+            }
             other => Err(RpcError::new(
                 code::METHOD_NOT_FOUND,
                 format!("Method not found: {other}"),
@@ -584,9 +609,10 @@ impl Server {
             server: self,
             ids: BTreeMap::new(),
         };
+        // Opened at the first read that must wait; the store is read again right after,
+        // so a change between that read and the opening is not missed.
+        let mut wait = None;
         loop {
-            // Registered before reading, so a change between the read and the wait wakes it.
-            let changed = self.changed.notified();
             let record = self
                 .store
                 .read(task_id)
@@ -598,16 +624,35 @@ impl Server {
             match decision {
                 Decision::WaitTerminal | Decision::WaitInput => {
                     // Only the owner gets here: the guard refuses everyone else.
+                    let Some(open) = &wait else {
+                        let waits_max = self.limits.config().waits_per_key_max;
+                        wait = Some(
+                            self.waits
+                                .enter(&session.auth_key, task_id, waits_max)
+                                .map_err(|refused| self.wait_refused(refused, task_id))?,
+                        );
+                        continue;
+                    };
+                    if open.draining() {
+                        return Err(draining_error(Some(task_id)));
+                    }
                     if decision == Decision::WaitInput
                         && let (Some(stream), Some(record)) = (stream, &record)
                     {
                         self.ask_open(session, record, stream, &mut asked);
                     }
-                    let recheck = self.env.sleep(self.config.result_recheck_ms);
+                    // The safety re-read, or the task's expiry if that comes first.
+                    let until_expiry_ms = record
+                        .as_ref()
+                        .and_then(|record| record.expires_at_ms)
+                        .map_or(u64::MAX, |at_ms| at_ms.saturating_sub(now_ms) + 1);
+                    let recheck = self
+                        .env
+                        .sleep(self.config.result_recheck_ms.min(until_expiry_ms));
                     // `biased`: no draw from tokio's generator (the simulation runs this).
                     tokio::select! {
                         biased;
-                        () = changed => {}
+                        () = open.woken() => {}
                         () = recheck => {}
                     }
                 }
@@ -721,6 +766,7 @@ impl Server {
         };
         let mut responses = Map::new();
         responses.insert(pending.key, answer);
+        let record_task_id = pending.task_id.clone();
         let answered = self.store.answer_input(&InputCommand {
             task_id: pending.task_id,
             caller: pending.auth_key,
@@ -733,7 +779,7 @@ impl Server {
                     self.status_changed(record);
                 }
                 // Other questions are still open: the blocked calls look again.
-                _ => self.changed.notify_waiters(),
+                _ => self.waits.wake(&record_task_id),
             },
             // Answered meanwhile, cancelled, expired: nothing to store.
             Ok(_) => {}
@@ -894,6 +940,104 @@ impl Server {
         }
     }
 
+    /// Blocked `tasks/result` calls open now (all callers): what the transports' tests and
+    /// the flood test read to show no wait outlives its client.
+    pub fn waits_open(&self) -> usize {
+        self.waits.open()
+    }
+
+    /// Every caller's budgets, for the transports (requests, sessions).
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Whether [`Server::drain`] was called.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Starts the drain (SIGTERM): no new `tools/call` is admitted, every blocked
+    /// `tasks/result` ends with [`code::DRAINING`] and every 2026-07-28 listen stream with
+    /// the same error. Tasks are untouched: their clients poll them, here or elsewhere.
+    pub fn drain(&self) {
+        self.draining
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.waits.drain();
+        let mut listeners = self.listeners.lock().expect("listeners");
+        for listener in listeners.values() {
+            let error = wire::error_response(&listener.subscription_id, &draining_error(None));
+            let _ = listener.outbound.try_send(error);
+        }
+        listeners.clear();
+    }
+
+    /// A task another process sharing the store changed (its change feed said so): the
+    /// waits on it re-read it, and this process's sessions and listeners are told.
+    pub fn changed_elsewhere(&self, change: &Change) {
+        match change {
+            Change::Task(task_id) => match self.store.read(task_id) {
+                Ok(Some(record)) => self.status_changed(&record),
+                Ok(None) => self.waits.wake(task_id),
+                Err(error) => {
+                    self.internal(error);
+                    self.waits.wake(task_id);
+                }
+            },
+            Change::Unknown => self.waits.wake_all(),
+        }
+    }
+
+    /// Follows the store's change feed, if it has one, for as long as the result is kept:
+    /// the tasks other processes write reach [`Server::changed_elsewhere`].
+    pub fn follow_store_changes(self: &Arc<Self>) -> Result<Option<ChangeFeed>, StoreError> {
+        let server = Arc::downgrade(self);
+        self.store.changes(Arc::new(move |change| {
+            if let Some(server) = server.upgrade() {
+                server.changed_elsewhere(&change);
+            }
+        }))
+    }
+
+    /// Whether `auth_key` could open one more wait now (a transport that must choose its
+    /// answer's status before the call runs asks first: an SSE answer starts with `200`).
+    pub fn check_wait_budget(&self, auth_key: &str) -> Result<(), RpcError> {
+        if self.is_draining() {
+            return Err(draining_error(None));
+        }
+        let waits_max = self.limits.config().waits_per_key_max;
+        if self.waits.open_for(auth_key) >= waits_max {
+            return Err(self.wait_refused(WaitRefused::Budget { waits_max }, ""));
+        }
+        Ok(())
+    }
+
+    fn wait_refused(&self, refused: WaitRefused, task_id: &str) -> RpcError {
+        match refused {
+            WaitRefused::Budget { waits_max } => Limited {
+                budget: Budget::Waits,
+                max: waits_max as u64,
+                retry_after_ms: 1_000,
+            }
+            .to_rpc_error(),
+            WaitRefused::Draining => draining_error(Some(task_id)),
+        }
+    }
+
+    /// Spends one of the caller's polls (`tasks/get`, `tasks/list`).
+    pub(super) fn spend_poll(&self, session: &Session) -> Result<(), RpcError> {
+        self.limits
+            .poll(&session.auth_key, self.env.now_ms())
+            .map_err(Limited::to_rpc_error)
+    }
+
+    /// Refuses new work while draining.
+    pub(super) fn check_admitting(&self) -> Result<(), RpcError> {
+        if self.is_draining() {
+            return Err(draining_error(None));
+        }
+        Ok(())
+    }
+
     /// A store failure as the caller sees it; the cause goes to the log, not to the
     /// caller (it may name paths or hosts).
     pub(super) fn internal(&self, error: StoreError) -> RpcError {
@@ -928,7 +1072,7 @@ impl Notify for Server {
     /// Wakes blocked `tasks/result` calls, tells the owner's sessions, and sends progress
     /// on the creating call's token until the task is terminal.
     fn status_changed(&self, record: &TaskRecord) {
-        self.changed.notify_waiters();
+        self.waits.wake(&record.task_id);
         self.tell_listeners(record);
         self.send(
             &record.auth_key,
@@ -1074,6 +1218,19 @@ pub(super) fn sync_point_of_no_return(name: &str) -> RpcError {
 
 pub(super) fn unexpected(decision: Decision) -> RpcError {
     internal_message(&format!("unexpected decision {}", decision.code()))
+}
+
+/// The error a call gets when the server drains: what ended, and that the task did not.
+pub(super) fn draining_error(task_id: Option<&str>) -> RpcError {
+    let error = RpcError::new(
+        code::DRAINING,
+        "Server shutting down: it admits no new work and ends blocked calls; tasks go on \
+         (poll tasks/get, here after the restart or on another instance)",
+    );
+    match task_id {
+        Some(task_id) => error.with_data(json!({ "taskId": task_id, "retryAfterMs": 1_000 })),
+        None => error.with_data(json!({ "retryAfterMs": 1_000 })),
+    }
 }
 
 fn internal_message(message: &str) -> RpcError {

@@ -5,7 +5,8 @@
 //! through one writer, one line each. A line longer than [`LINE_BYTES_MAX`] is answered
 //! with a parse error and skipped, without buffering it whole. At end of input the
 //! transport stops reading and answers what is in flight for at most
-//! [`DRAIN_MS_MAX`] milliseconds.
+//! [`DRAIN_MS_MAX`] milliseconds; what is still blocked then (a `tasks/result` on a task
+//! that goes on) ends with it: its client is gone.
 //!
 //! Stdout is also the stream a blocked `tasks/result` asks on: the questions of an
 //! `input_required` task go out as `elicitation/create` requests (to a client that
@@ -43,6 +44,8 @@ where
         }
     });
     let slots = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT_MAX));
+    // Every handler, so the ones still blocked when the client is gone are ended with it.
+    let mut handlers = tokio::task::JoinSet::new();
     let mut input = input;
     let mut line = Vec::new();
     loop {
@@ -73,7 +76,9 @@ where
             break;
         };
         let (server, session, send) = (server.clone(), session.clone(), send.clone());
-        tokio::spawn(async move {
+        // Finished handlers are reaped as the session goes, so the set stays bounded.
+        while handlers.try_join_next().is_some() {}
+        handlers.spawn(async move {
             // The answer goes out on stdout, which can also carry the requests a blocked
             // tasks/result sends to the client (their responses come back as lines).
             if let Some(answer) = server.handle_text_on(&session, &text, Some(&send)).await {
@@ -88,6 +93,7 @@ where
         slots.acquire_many(IN_FLIGHT_MAX as u32),
     )
     .await;
+    handlers.shutdown().await;
     server.unsubscribe(&session.id);
     drop(send);
     let _ = tokio::time::timeout(std::time::Duration::from_millis(DRAIN_MS_MAX), writer).await;

@@ -35,6 +35,13 @@ pub mod code {
     pub const INVALID_PARAMS: i64 = -32602;
     /// The store failed, or a `tasks/result` of a cancelled task.
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// tasklatch's own, in the implementation-defined range: a caller's budget is spent
+    /// (`mcp::limits`); HTTP `429` with `Retry-After`.
+    pub const LIMITED: i64 = -32029;
+    /// tasklatch's own: the server is draining (SIGTERM) and admits nothing new; blocked
+    /// calls end with it. The task goes on: poll it, on this or another instance. HTTP
+    /// `503` with `Retry-After`.
+    pub const DRAINING: i64 = -32030;
 }
 
 /// A JSON-RPC error object.

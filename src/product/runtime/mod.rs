@@ -277,6 +277,8 @@ pub struct Runtime {
     /// What the loops have done so far.
     pub counters: Counters,
     shutdown: AtomicBool,
+    /// Worker loops not yet returned (a drain waits for them).
+    workers_running: std::sync::atomic::AtomicUsize,
 }
 
 /// What one worker step did.
@@ -314,6 +316,7 @@ impl Runtime {
             config,
             counters: Counters::default(),
             shutdown: AtomicBool::new(false),
+            workers_running: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -692,6 +695,8 @@ impl Runtime {
 
     /// A worker loop, until shutdown.
     pub async fn run_worker(self: Arc<Self>) {
+        self.workers_running.fetch_add(1, Ordering::SeqCst);
+        let _running = WorkerRunning(&self.workers_running);
         while !self.is_shut_down() {
             match self.work_once().await {
                 Ok(WorkStep::Idle) => self.env.sleep(self.config.idle_ms).await,
@@ -711,6 +716,28 @@ impl Runtime {
         }
     }
 
+    /// Shuts down and waits up to `drain_ms` for every worker to finish the task it is
+    /// running (a tool run ends in its completion write, a durable point). Returns how
+    /// many were still running at the deadline: their tasks stay leased in the store and
+    /// are delivered again after the lease, to this server restarted or to another.
+    pub async fn drain(&self, drain_ms: u64) -> usize {
+        self.shut_down();
+        let deadline_ms = self.env.now_ms().saturating_add(drain_ms);
+        // Bounded: at most drain_ms / DRAIN_POLL_MS looks.
+        loop {
+            let running = self.workers_running.load(Ordering::SeqCst);
+            if running == 0 || self.env.now_ms() >= deadline_ms {
+                return running;
+            }
+            self.env.sleep(DRAIN_POLL_MS).await;
+        }
+    }
+
+    /// Worker loops that have not returned yet.
+    pub fn workers_running(&self) -> usize {
+        self.workers_running.load(Ordering::SeqCst)
+    }
+
     /// Starts a dispatcher, `workers` workers and a sweeper on the environment.
     pub fn start(self: &Arc<Self>, workers: usize) {
         self.env
@@ -725,6 +752,18 @@ impl Runtime {
         self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
         let jitter_ms = self.env.random_u64() % self.config.idle_ms.max(1);
         self.env.sleep(self.config.idle_ms + jitter_ms).await;
+    }
+}
+
+/// How often a drain looks whether the workers have finished.
+const DRAIN_POLL_MS: u64 = 10;
+
+/// Counts a worker loop out when it returns (or is dropped with its runtime).
+struct WorkerRunning<'c>(&'c std::sync::atomic::AtomicUsize);
+
+impl Drop for WorkerRunning<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -315,6 +315,42 @@ pub struct StoreOptions {
     pub cursor_secret: Option<Vec<u8>>,
 }
 
+/// What a store's change feed reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// Another process wrote this task (a transition, a cancel, an answer).
+    Task(String),
+    /// Changes may have been missed (the feed reconnected): any task may have changed.
+    Unknown,
+}
+
+/// Where a change feed delivers, from a thread of the feed's own.
+pub type ChangeSink = std::sync::Arc<dyn Fn(Change) + Send + Sync>;
+
+/// A running change feed ([`TaskStore::changes`]); dropping it stops it.
+pub struct ChangeFeed {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl ChangeFeed {
+    /// A feed that stops when `stop` is set (its thread checks it between reads).
+    pub fn new(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> ChangeFeed {
+        ChangeFeed { stop }
+    }
+}
+
+impl Drop for ChangeFeed {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl std::fmt::Debug for ChangeFeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChangeFeed")
+    }
+}
+
 /// The store port. All operations are atomic; none reads a clock.
 pub trait TaskStore: Send + Sync {
     /// Admits a `tools/call`: `ACCEPT_TASK` (record and outbox entry inserted atomically),
@@ -386,6 +422,15 @@ pub trait TaskStore: Send + Sync {
     /// Inserts records exactly as given, without outbox entries: for restoring backups
     /// and for seeding the conformance suite. Refuses ids that exist; all or nothing.
     fn import(&self, records: &[TaskRecord]) -> Result<(), StoreError>;
+
+    /// Starts delivering to `sink` the tasks that *other processes* sharing this store
+    /// write, so a blocked call here wakes when a worker there finishes its task. `None`:
+    /// the store has no feed (memory: no other process can write it; SQLite: a blocked
+    /// call falls back to its safety re-read). The feed runs until the result is dropped.
+    fn changes(&self, sink: ChangeSink) -> Result<Option<ChangeFeed>, StoreError> {
+        drop(sink);
+        Ok(None)
+    }
 }
 
 /// Implements [`TaskStore`] for a wrapper by forwarding every operation to the store
@@ -497,6 +542,13 @@ macro_rules! delegate_task_store {
             ) -> Result<(), $crate::store::StoreError> {
                 let $this = self;
                 $around(|| $inner.import(records))
+            }
+            fn changes(
+                &self,
+                sink: $crate::store::ChangeSink,
+            ) -> Result<Option<$crate::store::ChangeFeed>, $crate::store::StoreError> {
+                let $this = self;
+                $around(|| $inner.changes(sink))
             }
         }
     };

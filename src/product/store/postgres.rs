@@ -13,9 +13,10 @@ use super::row::{
 use super::schema::{self, MetaTable};
 use super::{
     Answer, CANCEL_ATTEMPTS_MAX, CANCEL_MESSAGE, CANCEL_PAST_POINT_AFTER, CANCEL_PAST_POINT_BEFORE,
-    CLAIM_BATCH_MAX, CreateCommand, InputCommand, ListPage, ListQuery, OutboxClaim, StoreError,
-    StoreOptions, TaskStore, TransitionCommand, check_transition_command, classify_refused_cancel,
-    classify_refused_transition, input_decision, list_page, list_preamble, page_limit,
+    CLAIM_BATCH_MAX, Change, ChangeFeed, ChangeSink, CreateCommand, InputCommand, ListPage,
+    ListQuery, OutboxClaim, StoreError, StoreOptions, TaskStore, TransitionCommand,
+    check_transition_command, classify_refused_cancel, classify_refused_transition, input_decision,
+    list_page, list_preamble, page_limit,
 };
 use crate::contract::{self, Decision, Negotiated, TaskRecord, TaskStatus};
 use crate::mutants::{Mutant, on};
@@ -30,6 +31,12 @@ use std::sync::LazyLock;
 pub struct PostgresStore {
     connection: Mutex<Connection>,
     cursor_secret: Vec<u8>,
+    /// Where the change feed connects (the URL it was opened with).
+    url: String,
+    /// The `NOTIFY` channel of this store's schema: `tasklatch_<schema>`.
+    channel: String,
+    /// The backend process of `connection`: its own notifications are not news.
+    backend_pid: i32,
 }
 
 /// One connection and its prepared statements: each SQL text is parsed once per
@@ -147,12 +154,31 @@ impl PostgresStore {
                 .map_err(|error| open_error(cause(&error)))?;
         }
         let persisted_secret = migrate(&mut client)?;
+        let identity = client
+            .query_one("SELECT current_schema()::TEXT, pg_backend_pid()", &[])
+            .map_err(|error| open_error(cause(&error)))?;
+        let schema_name: String = identity.get(0);
+        // A channel is an identifier: keep it to characters that need no quoting.
+        let channel: String = format!("tasklatch_{schema_name}")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            })
+            .take(63)
+            .collect();
         Ok(PostgresStore {
             connection: Mutex::new(Connection {
                 client,
                 statements: HashMap::new(),
             }),
             cursor_secret: options.cursor_secret.clone().unwrap_or(persisted_secret),
+            url: url.to_owned(),
+            channel,
+            backend_pid: identity.get(1),
         })
     }
 
@@ -395,7 +421,7 @@ impl TaskStore for PostgresStore {
                      WHEN 'working' THEN NULL ELSE input_requests END, \
                  irreversible_effect = COALESCE($9::TEXT, irreversible_effect) \
              WHERE task_id = $5 AND {predicate} \
-             RETURNING {TASK_COLUMNS}",
+             RETURNING {TASK_COLUMNS}, pg_notify($10, task_id)",
             predicate = cas_predicate(
                 command.next,
                 &CasParams {
@@ -435,6 +461,7 @@ impl TaskStore for PostgresStore {
                     &expected,
                     &input_requests,
                     &command.irreversible_effect,
+                    &self.channel,
                 ],
                 "write a transition",
             )?
@@ -459,7 +486,7 @@ impl TaskStore for PostgresStore {
              WHERE task_id = $5 AND auth_key = $6 AND version = $7 \
                AND status = 'input_required' \
                AND (expires_at_ms IS NULL OR expires_at_ms > $2) \
-             RETURNING {TASK_COLUMNS}"
+             RETURNING {TASK_COLUMNS}, pg_notify($8, task_id)"
         );
         let now_ms = sql_int(command.now_ms, "now_ms")?;
         let mut connection = self.lock()?;
@@ -481,6 +508,7 @@ impl TaskStore for PostgresStore {
                         &command.task_id,
                         &command.caller,
                         &version,
+                        &self.channel,
                     ],
                     "answer a task's input requests",
                 )?
@@ -510,7 +538,7 @@ impl TaskStore for PostgresStore {
                  updated_at_ms = GREATEST(updated_at_ms, $1), \
                  status_message = $2 || COALESCE($5 || irreversible_effect || $6, '') \
              WHERE task_id = $3 AND {predicate} AND {cooperative}\
-             RETURNING {TASK_COLUMNS}",
+             RETURNING {TASK_COLUMNS}, pg_notify($7, task_id)",
             predicate = cas_predicate(
                 TaskStatus::Cancelled,
                 &CasParams {
@@ -542,6 +570,7 @@ impl TaskStore for PostgresStore {
                     &caller,
                     &before,
                     &CANCEL_PAST_POINT_AFTER,
+                    &self.channel,
                 ],
                 "cancel a task",
             )?
@@ -689,5 +718,98 @@ impl TaskStore for PostgresStore {
                 })?;
         }
         transaction.commit().map_err(backend("import tasks"))
+    }
+
+    /// `LISTEN` on the schema's channel, on a connection of its own in a thread of its
+    /// own: every transition, cancel and answer commits a `NOTIFY` naming its task (in the
+    /// statement's `RETURNING`, so it is sent at commit and only then). Notifications from
+    /// this store's own connection are skipped (this process woke its waits already). A
+    /// lost connection is retried with backoff, then reported as [`Change::Unknown`].
+    fn changes(&self, sink: ChangeSink) -> Result<Option<ChangeFeed>, StoreError> {
+        let open_error = |cause: String| StoreError::Open {
+            target: format!("PostgreSQL change feed {}", redact(&self.url)),
+            cause,
+        };
+        let listen = format!("LISTEN {}", self.channel);
+        let connect = {
+            let (url, listen) = (self.url.clone(), listen.clone());
+            move || -> Result<Client, String> {
+                let mut client = Client::connect(&url, NoTls).map_err(|error| cause(&error))?;
+                client
+                    .batch_execute(&listen)
+                    .map_err(|error| cause(&error))?;
+                Ok(client)
+            }
+        };
+        // The first connection is made here, so a feed that cannot start says so at once.
+        let first = connect().map_err(open_error)?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let own_pid = self.backend_pid;
+        // A thread, not a task: the postgres client blocks, and this is never simulated.
+        std::thread::Builder::new()
+            .name("tasklatch-pg-feed".into())
+            .spawn(move || follow_changes(first, connect, own_pid, sink, &stopped))
+            .map_err(|error| open_error(error.to_string()))?;
+        Ok(Some(ChangeFeed::new(stop)))
+    }
+}
+
+/// How long the feed's thread waits for a notification before it checks whether it was
+/// stopped.
+const FEED_POLL_MS: u64 = 250;
+/// The longest pause between two reconnection attempts of the feed.
+const FEED_BACKOFF_MS_MAX: u64 = 5_000;
+
+/// The change feed's loop: delivers each notification's task id until `stop` is set.
+fn follow_changes(
+    first: Client,
+    connect: impl Fn() -> Result<Client, String>,
+    own_pid: i32,
+    sink: ChangeSink,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    use std::sync::atomic::Ordering;
+    let mut client = Some(first);
+    let mut backoff_ms = 100;
+    while !stop.load(Ordering::SeqCst) {
+        let Some(listening) = client.as_mut() else {
+            std::thread::sleep(std::time::Duration::from_millis(backoff_ms));
+            match connect() {
+                Ok(reconnected) => {
+                    client = Some(reconnected);
+                    backoff_ms = 100;
+                    // Whatever was written while it was away was not heard.
+                    sink(Change::Unknown);
+                }
+                Err(error) => {
+                    eprintln!("tasklatch: PostgreSQL change feed: reconnecting: {error}");
+                    backoff_ms = (backoff_ms * 2).min(FEED_BACKOFF_MS_MAX);
+                }
+            }
+            continue;
+        };
+        let mut lost = false;
+        {
+            let mut notifications = listening.notifications();
+            let mut heard =
+                notifications.timeout_iter(std::time::Duration::from_millis(FEED_POLL_MS));
+            loop {
+                match postgres::fallible_iterator::FallibleIterator::next(&mut heard) {
+                    Ok(Some(notification)) if notification.process_id() != own_pid => {
+                        sink(Change::Task(notification.payload().to_owned()));
+                    }
+                    Ok(Some(_)) => {}
+                    Ok(None) => break,
+                    Err(_) => {
+                        lost = true;
+                        break;
+                    }
+                }
+            }
+        }
+        if lost || listening.is_closed() {
+            client = None;
+        }
     }
 }
