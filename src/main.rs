@@ -380,6 +380,13 @@ mod serving {
         /// ... and in a burst.
         #[arg(long, default_value_t = LimitsConfig::default().polls_per_key_burst)]
         poll_burst: u64,
+        /// With --http: connections open at once, all callers (one more is closed at once).
+        #[arg(long, default_value_t = http::CONNECTIONS_MAX)]
+        connections_max: usize,
+        /// With --http: a connection that sends no complete request for this long is closed
+        /// (an idle keep-alive connection, a slow client).
+        #[arg(long, default_value_t = http::IDLE_MS)]
+        idle_timeout_ms: u64,
     }
 
     /// Resolves once a SIGTERM or SIGINT was received and the drain finished: the server
@@ -502,8 +509,15 @@ mod serving {
                 ))
             }
         };
-        if args.workers == 0 || args.workers > 256 || args.lease_ms == 0 {
-            eprintln!("error: --workers must be 1..=256 and --lease-ms positive");
+        if args.workers == 0
+            || args.workers > 256
+            || args.lease_ms == 0
+            || args.connections_max == 0
+            || args.idle_timeout_ms == 0
+        {
+            eprintln!(
+                "error: --workers must be 1..=256, and --lease-ms, --connections-max and --idle-timeout-ms positive"
+            );
             return ExitCode::from(EXIT_BAD_INPUT);
         }
         let limits = LimitsConfig {
@@ -581,8 +595,13 @@ mod serving {
                     args.workers
                 );
                 // Requests are still served while draining (polls, cancels), until it ends.
+                let listening = http::Listening {
+                    connections_max: args.connections_max,
+                    idle_ms: args.idle_timeout_ms,
+                };
+                let router = http::router(server, config);
                 let served = tokio::select! {
-                    served = http::serve(listener, http::router(server, config)) => served,
+                    served = http::serve_with(listener, router, listening) => served,
                     () = drained => Ok(()),
                 };
                 runtime.shut_down();

@@ -14,9 +14,19 @@ use tasklatch::runtime::{RuntimeConfig, TokioEnv};
 use tasklatch::store::{MemoryStore, StoreOptions};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stdio_survives_overlong_and_garbage_lines_and_answers_concurrently() {
-    let exports = std::env::temp_dir().join(format!("tasklatch-stdio-{}", std::process::id()));
+/// A server and its runtime (`workers` workers) over a fresh memory store, served over an
+/// in-memory pipe on this runtime; its exports folder and the client's end of the pipe.
+fn stdio_world(
+    label: &str,
+    workers: usize,
+) -> (
+    Arc<tasklatch::mcp::Server>,
+    Arc<tasklatch::runtime::Runtime>,
+    tokio::task::JoinHandle<()>,
+    std::path::PathBuf,
+    tokio::io::DuplexStream,
+) {
+    let exports = std::env::temp_dir().join(format!("tasklatch-{label}-{}", std::process::id()));
     let store = Arc::new(MemoryStore::open(&StoreOptions::default()).expect("store"));
     let Assembly { server, runtime } = Assembly::new(
         store,
@@ -25,10 +35,11 @@ async fn stdio_survives_overlong_and_garbage_lines_and_answers_concurrently() {
         ServerConfig::default(),
         RuntimeConfig {
             idle_ms: 5,
+            retry_after_ms: 20,
             ..RuntimeConfig::default()
         },
     );
-    runtime.start(2);
+    runtime.start(workers);
     let (client, server_end) = tokio::io::duplex(64 * 1024);
     let (server_read, server_write) = tokio::io::split(server_end);
     let session = Session {
@@ -38,11 +49,17 @@ async fn stdio_survives_overlong_and_garbage_lines_and_answers_concurrently() {
         idempotency_header: None,
     };
     let served = tokio::spawn(serve(
-        server,
+        server.clone(),
         session,
         BufReader::new(server_read),
         server_write,
     ));
+    (server, runtime, served, exports, client)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_survives_overlong_and_garbage_lines_and_answers_concurrently() {
+    let (_server, _runtime, served, exports, client) = stdio_world("stdio", 2);
     let (client_read, mut client_write) = tokio::io::split(client);
     let mut lines = BufReader::new(client_read).lines();
 
@@ -194,35 +211,7 @@ impl Peer {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdio_asks_the_requestor_during_tasks_result_and_takes_its_response() {
-    let exports =
-        std::env::temp_dir().join(format!("tasklatch-stdio-input-{}", std::process::id()));
-    let store = Arc::new(MemoryStore::open(&StoreOptions::default()).expect("store"));
-    let Assembly { server, runtime } = Assembly::new(
-        store,
-        exports.clone(),
-        Arc::new(TokioEnv),
-        ServerConfig::default(),
-        RuntimeConfig {
-            idle_ms: 5,
-            retry_after_ms: 20,
-            ..RuntimeConfig::default()
-        },
-    );
-    runtime.start(2);
-    let (client, server_end) = tokio::io::duplex(64 * 1024);
-    let (server_read, server_write) = tokio::io::split(server_end);
-    let session = Session {
-        id: "stdio".into(),
-        auth_key: "stdio/requestor".into(),
-        negotiated: stdio_negotiated(),
-        idempotency_header: None,
-    };
-    let served = tokio::spawn(serve(
-        server,
-        session,
-        BufReader::new(server_read),
-        server_write,
-    ));
+    let (_server, _runtime, served, exports, client) = stdio_world("stdio-input", 2);
     let (client_read, client_write) = tokio::io::split(client);
     let mut peer = Peer {
         lines: BufReader::new(client_read).lines(),
@@ -340,4 +329,53 @@ async fn stdio_asks_the_requestor_during_tasks_result_and_takes_its_response() {
         .expect("the transport ends at end of input")
         .expect("joined");
     let _ = std::fs::remove_dir_all(&exports);
+}
+
+/// A `tasks/result` blocked on a task that goes on ends with its client: once stdin ends
+/// and the grace for answers on their way has passed, the transport returns and no wait
+/// is left in the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocked_calls_end_when_stdin_ends() {
+    let (server, runtime, served, _exports, client) = stdio_world("stdio-end", 1);
+    let (client_read, mut client_write) = tokio::io::split(client);
+    let mut lines = BufReader::new(client_read).lines();
+    let create = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "export", "arguments": { "name": "long", "delay_ms": 600_000 }, "task": {} } });
+    client_write
+        .write_all(format!("{create}\n").as_bytes())
+        .await
+        .expect("written");
+    let created: Value = loop {
+        let line = lines.next_line().await.expect("read").expect("a line");
+        let message: Value = serde_json::from_str(&line).expect("json");
+        if message["id"] == 1 {
+            break message;
+        }
+    };
+    let task_id = created["result"]["task"]["taskId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let result = json!({ "jsonrpc": "2.0", "id": 2, "method": "tasks/result", "params": { "taskId": task_id } });
+    client_write
+        .write_all(format!("{result}\n").as_bytes())
+        .await
+        .expect("written");
+    let started = std::time::Instant::now();
+    while server.waits_open() != 1 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "never blocked"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    // The client goes away: stdin ends (and nobody reads stdout any more).
+    drop(client_write);
+    drop(lines);
+    tokio::time::timeout(std::time::Duration::from_secs(5), served)
+        .await
+        .expect("the transport returns after its grace")
+        .expect("served");
+    assert_eq!(server.waits_open(), 0, "a wait outlived its client");
+    runtime.shut_down();
 }

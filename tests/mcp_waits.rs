@@ -9,7 +9,9 @@
 //! - waits, requests in flight, sessions and polls over a caller's budget are refused with
 //!   `-32029` and HTTP 429 with `Retry-After`, and never spend another caller's budget;
 //! - a drain ends blocked calls with `-32030` (503) and refuses new work, while polls
-//!   still answer.
+//!   still answer;
+//! - an idle keep-alive connection is closed after the idle timeout, and a connection past
+//!   the cap is closed as soon as it is accepted.
 
 mod http_client;
 mod support;
@@ -19,7 +21,7 @@ use serde_json::{Value, json};
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tasklatch::mcp::http::{HttpConfig, Tokens};
+use tasklatch::mcp::http::{HttpConfig, Listening, Tokens};
 use tasklatch::mcp::limits::LimitsConfig;
 use tasklatch::mcp::{Server, ServerConfig};
 use tasklatch::runtime::RuntimeConfig;
@@ -50,6 +52,14 @@ fn http_config() -> HttpConfig {
 
 /// A server over a fresh memory store with these budgets.
 fn start(label: &str, limits: LimitsConfig) -> (String, Arc<Server>, support::Scratch) {
+    start_listening(label, limits, Listening::default())
+}
+
+fn start_listening(
+    label: &str,
+    limits: LimitsConfig,
+    listening: Listening,
+) -> (String, Arc<Server>, support::Scratch) {
     let scratch = support::Scratch::new(label);
     let (address, server) = support::serve_http_server(
         Arc::new(MemoryStore::open(&StoreOptions::default()).expect("store")),
@@ -64,6 +74,7 @@ fn start(label: &str, limits: LimitsConfig) -> (String, Arc<Server>, support::Sc
             ..RuntimeConfig::default()
         },
         http_config(),
+        listening,
     );
     (address, server, scratch)
 }
@@ -569,4 +580,53 @@ fn serve_without_runtime(
         });
     });
     receive.recv().expect("started")
+}
+
+#[test]
+fn idle_connections_are_closed_and_connections_are_capped() {
+    let listening = Listening {
+        connections_max: 4,
+        idle_ms: 400,
+    };
+    let (address, _server, _scratch) =
+        start_listening("waits-connections", LimitsConfig::default(), listening);
+    let session = initialize(&address, ALICE).expect("initialized");
+    let mut kept = http_client::KeepAlive::connect(&address).expect("connect");
+    let ping = message("ping", json!({}));
+    assert_eq!(
+        kept.rpc(ALICE, Some(&session), &ping).expect("ping").status,
+        200
+    );
+    // Left idle past the timeout, the server closes it.
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(
+        kept.rpc(ALICE, Some(&session), &ping).is_err(),
+        "an idle connection stays open"
+    );
+    // Four idle connections fill the server; a fifth is closed at once.
+    let idle: Vec<TcpStream> = (0..4)
+        .map(|_| TcpStream::connect(&address).expect("connect"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(100));
+    let mut fifth = TcpStream::connect(&address).expect("accepted, then closed");
+    fifth
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .expect("timeout");
+    let started = Instant::now();
+    let mut byte = [0u8; 1];
+    let read = std::io::Read::read(&mut fifth, &mut byte);
+    assert!(
+        matches!(read, Ok(0)) || read.is_err() && started.elapsed() < Duration::from_secs(1),
+        "the fifth connection was served: {read:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(300),
+        "closed after {:?}",
+        started.elapsed()
+    );
+    // Once the idle ones are closed (400 ms), there is room again.
+    drop(idle);
+    std::thread::sleep(Duration::from_millis(600));
+    let reply = rpc(&address, ALICE, Some(&session), &ping).expect("room again");
+    assert_eq!(reply.status, 200);
 }

@@ -202,27 +202,7 @@ impl EventStream {
         stream.write_all(head.as_bytes())?;
         stream.write_all(body.as_bytes())?;
         let mut reader = std::io::BufReader::new(stream);
-        let mut status_line = String::new();
-        std::io::BufRead::read_line(&mut reader, &mut status_line)?;
-        let status = status_line
-            .split_whitespace()
-            .nth(1)
-            .and_then(|code| code.parse().ok())
-            .unwrap_or(0);
-        let mut headers = Vec::new();
-        loop {
-            let mut line = String::new();
-            if std::io::BufRead::read_line(&mut reader, &mut line)? == 0 {
-                break;
-            }
-            let line = line.trim_end();
-            if line.is_empty() {
-                break;
-            }
-            if let Some((key, value)) = line.split_once(':') {
-                headers.push((key.trim().to_owned(), value.trim().to_owned()));
-            }
-        }
+        let (status, headers) = read_head(&mut reader)?;
         let chunked = headers.iter().any(|(key, value)| {
             key.eq_ignore_ascii_case("transfer-encoding") && value.contains("chunked")
         });
@@ -340,4 +320,91 @@ pub fn post_and_hold(
     stream.write_all(head.as_bytes())?;
     stream.write_all(body.as_bytes())?;
     Ok(stream)
+}
+
+/// One keep-alive HTTP/1.1 connection carrying request after request, as a real client's
+/// connection pool does. JSON answers only (they carry `Content-Length`).
+pub struct KeepAlive {
+    reader: std::io::BufReader<TcpStream>,
+    address: String,
+}
+
+impl KeepAlive {
+    pub fn connect(address: &str) -> std::io::Result<KeepAlive> {
+        let stream = TcpStream::connect(address)?;
+        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+        stream.set_nodelay(true)?;
+        Ok(KeepAlive {
+            reader: std::io::BufReader::new(stream),
+            address: address.to_owned(),
+        })
+    }
+
+    /// A JSON-RPC POST to `/mcp` on this connection, answered as JSON.
+    pub fn rpc(
+        &mut self,
+        token: &str,
+        session: Option<&str>,
+        message: &serde_json::Value,
+    ) -> std::io::Result<Reply> {
+        let body = message.to_string();
+        let mut head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json\r\nAuthorization: Bearer {token}\r\n",
+            self.address,
+            body.len()
+        );
+        if let Some(session) = session {
+            head.push_str(&format!("Mcp-Session-Id: {session}\r\n"));
+        }
+        head.push_str("\r\n");
+        head.push_str(&body);
+        self.reader.get_mut().write_all(head.as_bytes())?;
+        let (status, headers) = read_head(&mut self.reader)?;
+        if status == 0 {
+            return Err(std::io::Error::other("connection closed before an answer"));
+        }
+        let length: usize = headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case("content-length"))
+            .and_then(|(_, value)| value.parse().ok())
+            .ok_or_else(|| std::io::Error::other("no Content-Length"))?;
+        let mut body = vec![0; length];
+        self.reader.read_exact(&mut body)?;
+        Ok(Reply {
+            status,
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        })
+    }
+}
+
+/// Reads a response's status line and headers (up to the blank line); status 0 when the
+/// connection ended first.
+fn read_head(
+    reader: &mut std::io::BufReader<TcpStream>,
+) -> std::io::Result<(u16, Vec<(String, String)>)> {
+    use std::io::BufRead as _;
+    let mut status_line = String::new();
+    reader.read_line(&mut status_line)?;
+    let status = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            break;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((key, value)) = line.split_once(':') {
+            headers.push((key.trim().to_owned(), value.trim().to_owned()));
+        }
+    }
+    Ok((status, headers))
 }

@@ -31,13 +31,32 @@ impl ServeProcess {
         tokens: &[(&str, &str)],
         extra: &[&str],
     ) -> ServeProcess {
+        Self::start_binary(
+            env!("CARGO_BIN_EXE_tasklatch"),
+            store,
+            exports,
+            folder,
+            tokens,
+            extra,
+        )
+    }
+
+    /// [`ServeProcess::start`] with another `tasklatch` binary.
+    pub fn start_binary(
+        binary: &str,
+        store: &str,
+        exports: &Path,
+        folder: &Path,
+        tokens: &[(&str, &str)],
+        extra: &[&str],
+    ) -> ServeProcess {
         let tokens_file = folder.join("tokens.json");
         let map: serde_json::Map<String, Value> = tokens
             .iter()
             .map(|(token, key)| ((*token).to_owned(), json!(key)))
             .collect();
         std::fs::write(&tokens_file, json!({ "tokens": map }).to_string()).expect("tokens");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tasklatch"))
+        let mut child = Command::new(binary)
             .args([
                 "serve",
                 "--http",
@@ -235,4 +254,16 @@ pub fn stored_status(store: &str, task_id: &str) -> tasklatch::contract::TaskSta
         .expect("read")
         .expect("the task is kept")
         .status
+}
+
+/// Prints a test's figures and keeps them in `target/tmp/server-figures/NAME.txt`, which
+/// CI prints after the test commands (libtest shows nothing a passing test printed).
+pub fn report(name: &str, figures: &str) {
+    println!("{figures}");
+    let folder = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("server-figures");
+    let written = std::fs::create_dir_all(&folder)
+        .and_then(|()| std::fs::write(folder.join(format!("{name}.txt")), format!("{figures}\n")));
+    if let Err(error) = written {
+        eprintln!("{name}: figures not kept: {error}");
+    }
 }

@@ -276,17 +276,26 @@ pub fn serve_http(
     runtime: tasklatch::runtime::RuntimeConfig,
     http: tasklatch::mcp::http::HttpConfig,
 ) -> String {
-    serve_http_server(store, exports, server, runtime, http).0
+    serve_http_server(
+        store,
+        exports,
+        server,
+        runtime,
+        http,
+        tasklatch::mcp::http::Listening::default(),
+    )
+    .0
 }
 
 /// [`serve_http`], also returning the server (its open waits, its drain) and following the
-/// store's change feed if it has one.
+/// store's change feed if it has one, holding connections as `listening` says.
 pub fn serve_http_server(
     store: std::sync::Arc<dyn tasklatch::store::TaskStore>,
     exports: PathBuf,
     server: tasklatch::mcp::ServerConfig,
     runtime: tasklatch::runtime::RuntimeConfig,
     http: tasklatch::mcp::http::HttpConfig,
+    listening: tasklatch::mcp::http::Listening,
 ) -> (String, std::sync::Arc<tasklatch::mcp::Server>) {
     let (send, receive) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -315,7 +324,7 @@ pub fn serve_http_server(
                 .expect("bind");
             send.send((listener.local_addr().expect("address").to_string(), server))
                 .expect("sent");
-            tasklatch::mcp::http::serve(listener, router)
+            tasklatch::mcp::http::serve_with(listener, router, listening)
                 .await
                 .expect("served");
         });

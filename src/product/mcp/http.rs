@@ -237,9 +237,79 @@ pub fn router(server: Arc<Server>, config: HttpConfig) -> axum::Router {
         .with_state(shared)
 }
 
-/// Serves `router` on `listener` until the process ends.
+/// How [`serve_with`] holds connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Listening {
+    /// Connections open at once, whoever opened them; one more is closed as soon as it is
+    /// accepted (callers are not known before a request, so this bound is not per caller:
+    /// it keeps the process within its descriptors).
+    pub connections_max: usize,
+    /// A connection that has sent no complete request head for this long is closed: a
+    /// keep-alive connection left idle after its last answer, or a client slow to send.
+    /// A call being answered (a blocked `tasks/result`, an SSE stream) is not idle.
+    pub idle_ms: u64,
+}
+
+impl Default for Listening {
+    fn default() -> Listening {
+        Listening {
+            connections_max: CONNECTIONS_MAX,
+            idle_ms: IDLE_MS,
+        }
+    }
+}
+
+/// Default connections open at once (see [`Listening::connections_max`]).
+pub const CONNECTIONS_MAX: usize = 16_384;
+/// Default idle time before a connection is closed (see [`Listening::idle_ms`]).
+pub const IDLE_MS: u64 = 30_000;
+/// The pause after a failed `accept` (out of descriptors, a reset): the listener is fine.
+const ACCEPT_BACKOFF_MS: u64 = 10;
+
+/// Serves `router` on `listener` until the process ends, with the default [`Listening`].
 pub async fn serve(listener: tokio::net::TcpListener, router: axum::Router) -> std::io::Result<()> {
-    axum::serve(listener, router).await
+    serve_with(listener, router, Listening::default()).await
+}
+
+/// Serves `router` on `listener` until the process ends: HTTP/1.1, one task per connection,
+/// at most `listening.connections_max` open, idle ones closed after `listening.idle_ms`.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    listening: Listening,
+) -> std::io::Result<()> {
+    let open = Arc::new(tokio::sync::Semaphore::new(
+        listening.connections_max.max(1),
+    ));
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(std::time::Duration::from_millis(listening.idle_ms.max(1)));
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(_) => {
+                tokio::time::sleep(std::time::Duration::from_millis(ACCEPT_BACKOFF_MS)).await;
+                continue;
+            }
+        };
+        let Ok(place) = open.clone().try_acquire_owned() else {
+            // Full: closed at once, so the descriptor is back before the next accept.
+            drop(stream);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let connection = builder.serve_connection(
+            hyper_util::rt::TokioIo::new(stream),
+            hyper_util::service::TowerToHyperService::new(router.clone()),
+        );
+        tokio::spawn(async move {
+            // An error here is the connection's own (a reset, a malformed head, the idle
+            // timeout): nothing to do but let it go.
+            let _ = connection.await;
+            drop(place);
+        });
+    }
 }
 
 /// Whether header `name` is present and contains `needle` (an `Accept` list).

@@ -609,9 +609,10 @@ impl Server {
             server: self,
             ids: BTreeMap::new(),
         };
-        // Opened at the first read that must wait; the store is read again right after,
-        // so a change between that read and the opening is not missed.
-        let mut wait = None;
+        // Opened before the first read, so a change after that read always wakes it; a
+        // caller over its budget still gets the answer of a task that needs no wait.
+        let waits_max = self.limits.config().waits_per_key_max;
+        let opened = self.waits.enter(&session.auth_key, task_id, waits_max);
         loop {
             let record = self
                 .store
@@ -624,14 +625,9 @@ impl Server {
             match decision {
                 Decision::WaitTerminal | Decision::WaitInput => {
                     // Only the owner gets here: the guard refuses everyone else.
-                    let Some(open) = &wait else {
-                        let waits_max = self.limits.config().waits_per_key_max;
-                        wait = Some(
-                            self.waits
-                                .enter(&session.auth_key, task_id, waits_max)
-                                .map_err(|refused| self.wait_refused(refused, task_id))?,
-                        );
-                        continue;
+                    let open = match &opened {
+                        Ok(open) => open,
+                        Err(refused) => return Err(self.wait_refused(*refused, task_id)),
                     };
                     if open.draining() {
                         return Err(draining_error(Some(task_id)));

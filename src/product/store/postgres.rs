@@ -155,7 +155,10 @@ impl PostgresStore {
         }
         let persisted_secret = migrate(&mut client)?;
         let identity = client
-            .query_one("SELECT current_schema()::TEXT, pg_backend_pid()", &[])
+            .query_one(
+                "SELECT COALESCE(current_schema(), 'public')::TEXT, pg_backend_pid()",
+                &[],
+            )
             .map_err(|error| open_error(cause(&error)))?;
         let schema_name: String = identity.get(0);
         // A channel is an identifier: keep it to characters that need no quoting.

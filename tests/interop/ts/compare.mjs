@@ -100,7 +100,10 @@ try {
     const tlPort = await freePort();
     children.push(await startServer(tasklatch, [
         'serve', '--http', `127.0.0.1:${tlPort}`, '--tokens', join(scratch, 'tokens.json'),
-        '--store', `sqlite:${join(scratch, 'tasks.db')}`, '--workers', '4'
+        '--store', `sqlite:${join(scratch, 'tasks.db')}`, '--workers', '4',
+        // One token drives the whole load: its per-caller poll budget is lifted, since this
+        // measures throughput, not the limits.
+        '--polls-per-second', '1000000', '--poll-burst', '1000000'
     ], 'tasklatch'));
     const refPort = await freePort();
     children.push(await startServer(process.execPath, [join(here, 'reference-server.mjs'), '--port', String(refPort)], 'reference'));
