@@ -150,7 +150,16 @@ fn three_instances_on_one_postgresql_survive_a_kill_mid_export() {
     let b = start(&store, &exports, &scratch.path, &[]);
     let addresses = [a.address.clone(), b.address.clone(), c.address.clone()];
 
-    // A call blocked on one instance, for a task another instance's worker runs.
+    // Every task completes, read through any instance.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    for (n, (_, caller, task_id)) in created.iter().enumerate() {
+        let client = ServeClient::of(&addresses[(n + 1) % 3], caller.0);
+        let left = deadline.saturating_duration_since(Instant::now());
+        let status = client.terminal_within(task_id, Duration::from_millis(100), left);
+        assert_eq!(status, "completed", "{task_id}");
+    }
+    // Once the backlog is done: a call blocked on one instance, for a task another
+    // instance's worker may run.
     let alice_on_c = ServeClient::of(&c.address, ALICE.0);
     let late = ServeClient::of(&a.address, ALICE.0).export(300);
     let started = Instant::now();
@@ -161,14 +170,6 @@ fn three_instances_on_one_postgresql_survive_a_kill_mid_export() {
     assert!(woken < Duration::from_secs(4), "answered after {woken:?}");
     created.push((0, ALICE, late));
 
-    // Every task completes, read through any instance.
-    let deadline = Instant::now() + Duration::from_secs(90);
-    for (n, (_, caller, task_id)) in created.iter().enumerate() {
-        let client = ServeClient::of(&addresses[(n + 1) % 3], caller.0);
-        let left = deadline.saturating_duration_since(Instant::now());
-        let status = client.terminal_within(task_id, Duration::from_millis(100), left);
-        assert_eq!(status, "completed", "{task_id}");
-    }
     // Exactly one export file per task, nothing left prepared (the held one published
     // once after its redelivery).
     let deadline = Instant::now() + Duration::from_secs(10);
