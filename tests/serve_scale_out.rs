@@ -216,7 +216,7 @@ fn three_instances_on_one_postgresql_survive_a_kill_mid_export() {
         &format!(
             "scale-out: 3 instances on one PostgreSQL, {} tasks from 2 callers, instance B SIGKILLed \
          holding a prepared export and restarted: every task completed once, one file each; a \
-         call blocked on C for a task run elsewhere answered after {woken:?}",
+         call blocked on C for a task created on A answered after {woken:?}",
             created.len()
         ),
     );
