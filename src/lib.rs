@@ -89,7 +89,7 @@ pub mod store;
 mod sync;
 
 // The harness: what proves the product. It imports the product, never the reverse.
-#[path = "harness/bench.rs"]
+#[path = "harness/bench/mod.rs"]
 pub mod bench;
 #[path = "harness/check/mod.rs"]
 pub mod check;

@@ -123,6 +123,46 @@ enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         trials: usize,
     },
+    /// Load a live MCP tasks server (2025-11-25 over Streamable HTTP) and report
+    /// throughput and p50/p99/p99.9 latency per method, with the generator's own CPU.
+    Http(Box<BenchHttpArgs>),
+}
+
+#[derive(clap::Args)]
+struct BenchHttpArgs {
+    /// The server's endpoint, e.g. http://127.0.0.1:8931/mcp.
+    #[arg(long, value_name = "URL")]
+    http: String,
+    /// A bearer token (repeatable: connections are dealt out to the tokens round-robin).
+    #[arg(long = "token")]
+    tokens: Vec<String>,
+    /// create-poll-result, poll-heavy or cancel-heavy.
+    #[arg(long, default_value = "create-poll-result")]
+    workload: String,
+    /// Clients, each with one keep-alive connection and one session.
+    #[arg(long, default_value_t = 16)]
+    connections: usize,
+    /// How long requests are counted.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// How long requests run uncounted first.
+    #[arg(long, default_value_t = 2)]
+    warmup_seconds: u64,
+    /// Open loop at this many workload steps a second (default: closed loop).
+    #[arg(long)]
+    rate: Option<u64>,
+    /// Fixes every draw the workload makes.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The tool the tasks run.
+    #[arg(long, default_value = "export")]
+    tool: String,
+    /// Its arguments for a short task, as JSON.
+    #[arg(long, default_value = r#"{"name": "bench", "delay_ms": 0}"#)]
+    args: String,
+    /// Its arguments for the long task cancel-heavy cancels, as JSON.
+    #[arg(long, default_value = r#"{"name": "bench", "delay_ms": 600000}"#)]
+    long_args: String,
 }
 
 const EXIT_MISMATCH: u8 = 1;
@@ -168,6 +208,9 @@ fn main() -> ExitCode {
             postgres,
         } => mutants::run(&mutants, &engines, markdown, postgres),
         Command::Bench {
+            what: BenchCommand::Http(args),
+        } => bench_http(*args),
+        Command::Bench {
             what:
                 BenchCommand::Store {
                     sqlite,
@@ -192,6 +235,70 @@ fn main() -> ExitCode {
                     ExitCode::from(EXIT_BAD_INPUT)
                 }
             }
+        }
+    }
+}
+
+/// A multi-threaded tokio runtime, or the exit code after saying why there is none.
+fn async_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| {
+            eprintln!("error: cannot start the async runtime: {error}");
+            ExitCode::FAILURE
+        })
+}
+
+fn bench_http(args: BenchHttpArgs) -> ExitCode {
+    use tasklatch::bench::http::{HttpBenchConfig, Workload, render, run};
+    let json_arg = |flag: &str, text: &str| -> Result<serde_json::Value, String> {
+        match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(value) if value.is_object() => Ok(value),
+            Ok(_) => Err(format!("{flag}: expected a JSON object")),
+            Err(error) => Err(format!("{flag}: not JSON: {error}")),
+        }
+    };
+    let config = match (
+        Workload::parse(&args.workload),
+        json_arg("--args", &args.args),
+        json_arg("--long-args", &args.long_args),
+    ) {
+        (Ok(workload), Ok(short_arguments), Ok(long_arguments)) => HttpBenchConfig {
+            url: args.http,
+            tokens: args.tokens,
+            workload,
+            connections: args.connections,
+            duration_ms: args.seconds.saturating_mul(1_000),
+            warmup_ms: args.warmup_seconds.saturating_mul(1_000),
+            rate_per_s: args.rate,
+            seed: args.seed,
+            tool: args.tool,
+            short_arguments,
+            long_arguments,
+            ..HttpBenchConfig::default()
+        },
+        (Err(error), _, _) | (_, Err(error), _) | (_, _, Err(error)) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    if let Err(error) = tasklatch::bench::http::check(&config) {
+        eprintln!("error: {error}");
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
+    let tokio = match async_runtime() {
+        Ok(tokio) => tokio,
+        Err(code) => return code,
+    };
+    match tokio.block_on(run(config)) {
+        Ok(report) => {
+            print!("{}", render(&report));
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(EXIT_BAD_INPUT)
         }
     }
 }
@@ -392,21 +499,37 @@ mod serving {
     /// Resolves once a SIGTERM or SIGINT was received and the drain finished: the server
     /// stopped admitting and ended its blocked calls at once, then the workers had up to
     /// `drain_ms` to finish the tools they were running. A second signal ends the drain.
-    async fn drain_on_signal(
+    ///
+    /// The handlers are installed here, synchronously, before the future is first polled:
+    /// a SIGTERM sent as soon as the server says it listens must already be caught.
+    fn drain_on_signal(
+        server: Arc<tasklatch::mcp::Server>,
+        runtime: Arc<tasklatch::runtime::Runtime>,
+        drain_ms: u64,
+    ) -> impl std::future::Future<Output = ()> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let handlers = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        );
+        async move {
+            let (Ok(term), Ok(interrupt)) = handlers else {
+                eprintln!(
+                    "tasklatch serve: cannot listen for SIGTERM; it will end the process at once"
+                );
+                return std::future::pending().await;
+            };
+            drained(term, interrupt, server, runtime, drain_ms).await;
+        }
+    }
+
+    async fn drained(
+        mut term: tokio::signal::unix::Signal,
+        mut interrupt: tokio::signal::unix::Signal,
         server: Arc<tasklatch::mcp::Server>,
         runtime: Arc<tasklatch::runtime::Runtime>,
         drain_ms: u64,
     ) {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut interrupt)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            eprintln!(
-                "tasklatch serve: cannot listen for SIGTERM; it will end the process at once"
-            );
-            return std::future::pending().await;
-        };
         let mut signalled = async || {
             tokio::select! {
                 _ = term.recv() => "SIGTERM",
@@ -538,15 +661,9 @@ mod serving {
                 return ExitCode::from(EXIT_BAD_INPUT);
             }
         };
-        let tokio = match tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-        {
+        let tokio = match super::async_runtime() {
             Ok(tokio) => tokio,
-            Err(error) => {
-                eprintln!("error: cannot start the async runtime: {error}");
-                return ExitCode::FAILURE;
-            }
+            Err(code) => return code,
         };
         let code = tokio.block_on(async move {
             let Assembly { server, runtime } = Assembly::with_probe(

@@ -1,4 +1,5 @@
-//! `tasklatch bench store`: store throughput as a ratio to the bare driver.
+//! `tasklatch bench store`: store throughput as a ratio to the bare driver; and
+//! `tasklatch bench http` ([`http`]), a load generator for live MCP tasks servers.
 //!
 //! Each adapter is measured beside a baseline that runs bare `UPDATE … WHERE id = ?`
 //! statements through the same driver, on the same database, in the same run, in
@@ -13,6 +14,8 @@
 //!   small set of tasks between `working` and `input_required` by compare-and-swap at the
 //!   version they last saw (a refused write refreshes it from the answer), against the same
 //!   threads running bare UPDATEs on the same number of rows.
+
+pub mod http;
 
 use crate::contract::{Decision, Negotiated, TaskStatus, TaskSupport};
 use crate::store::{
