@@ -280,7 +280,8 @@ pub async fn run(config: HttpBenchConfig) -> Result<HttpBenchReport, String> {
         (Some(before), Some(after)) => Some((after - before) / shared.now().as_secs_f64()),
         _ => None,
     };
-    let measured_s = (shared.config.duration_ms as f64 / 1_000.0).max(f64::MIN_POSITIVE);
+    // Positive: `check` refused a zero duration.
+    let measured_s = shared.config.duration_ms as f64 / 1_000.0;
     let mut figures = shared.figures.lock().unwrap_or_else(|p| p.into_inner());
     let methods: Vec<MethodFigures> = figures
         .by_method
@@ -470,6 +471,18 @@ impl Connection {
         Ok(answer)
     }
 
+    /// A timed task-creating `tools/call`, recorded; the new task's id.
+    async fn create_task(
+        &mut self,
+        shared: &Shared,
+        arguments: &Value,
+        scheduled: Option<Duration>,
+    ) -> Option<String> {
+        let params = task_call(&shared.config, arguments);
+        let created = self.timed(shared, "tools/call", params, scheduled).await;
+        created.as_ref().and_then(task_id_of)
+    }
+
     /// A timed request, recorded; its `result` (`None` on any error).
     async fn timed(
         &mut self,
@@ -493,6 +506,11 @@ impl Connection {
     }
 }
 
+/// A task-creating `tools/call`'s params.
+fn task_call(config: &HttpBenchConfig, arguments: &Value) -> Value {
+    json!({ "name": config.tool, "arguments": arguments, "task": { "ttl": 600_000 } })
+}
+
 fn task_id_of(created: &Value) -> Option<String> {
     created
         .pointer("/task/taskId")
@@ -513,7 +531,6 @@ async fn client(shared: Arc<Shared>, index: usize) -> Result<(), String> {
     let token = (!tokens.is_empty()).then(|| tokens[index % tokens.len()].clone());
     let mut connection = Connection::open(&shared, token).await?;
     let mut draws = Draws(shared.config.seed ^ (index as u64).wrapping_mul(0xa076_1d64_78bd_642f));
-    let create = |arguments: &Value| json!({ "name": shared.config.tool, "arguments": arguments, "task": { "ttl": 600_000 } });
     // poll-heavy polls tasks of its own, made before the run counts anything.
     let mut polled = Vec::new();
     if shared.config.workload == Workload::PollHeavy {
@@ -522,7 +539,7 @@ async fn client(shared: Arc<Shared>, index: usize) -> Result<(), String> {
                 .call(
                     &shared,
                     "tools/call",
-                    create(&shared.config.short_arguments),
+                    task_call(&shared.config, &shared.config.short_arguments),
                 )
                 .await?;
             let task_id = created
@@ -557,14 +574,9 @@ async fn client(shared: Arc<Shared>, index: usize) -> Result<(), String> {
         match shared.config.workload {
             Workload::CreatePollResult => {
                 let created = connection
-                    .timed(
-                        &shared,
-                        "tools/call",
-                        create(&shared.config.short_arguments),
-                        scheduled,
-                    )
+                    .create_task(&shared, &shared.config.short_arguments, scheduled)
                     .await;
-                let Some(task_id) = created.as_ref().and_then(task_id_of) else {
+                let Some(task_id) = created else {
                     continue;
                 };
                 for _ in 0..POLLS_PER_TASK_MAX {
@@ -592,14 +604,9 @@ async fn client(shared: Arc<Shared>, index: usize) -> Result<(), String> {
             }
             Workload::CancelHeavy => {
                 let created = connection
-                    .timed(
-                        &shared,
-                        "tools/call",
-                        create(&shared.config.long_arguments),
-                        scheduled,
-                    )
+                    .create_task(&shared, &shared.config.long_arguments, scheduled)
                     .await;
-                let Some(task_id) = created.as_ref().and_then(task_id_of) else {
+                let Some(task_id) = created else {
                     continue;
                 };
                 for _ in 0..draws.below(3) {

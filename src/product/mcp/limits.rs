@@ -240,19 +240,32 @@ impl Limits {
         callers.get_mut(auth_key).expect("inserted above")
     }
 
-    /// Admits one more request of `auth_key`, or refuses it.
-    pub fn begin_request(&self, auth_key: &str, now_ms: u64) -> Result<InFlight<'_>, Limited> {
-        let max = self.config.requests_per_key_max;
+    /// Takes one more of a counted budget (`requests` or `sessions`) for `auth_key`, or
+    /// refuses it.
+    fn take(
+        &self,
+        auth_key: &str,
+        now_ms: u64,
+        (budget, max): (Budget, usize),
+        counter: fn(&mut Holdings) -> &mut usize,
+    ) -> Result<(), Limited> {
         let mut callers = self.lock();
-        let holdings = self.holdings(&mut callers, auth_key, now_ms);
-        if holdings.requests >= max {
+        let held = counter(self.holdings(&mut callers, auth_key, now_ms));
+        if *held >= max {
             return Err(Limited {
-                budget: Budget::Requests,
+                budget,
                 max: max as u64,
                 retry_after_ms: 1_000,
             });
         }
-        holdings.requests += 1;
+        *held += 1;
+        Ok(())
+    }
+
+    /// Admits one more request of `auth_key`, or refuses it.
+    pub fn begin_request(&self, auth_key: &str, now_ms: u64) -> Result<InFlight<'_>, Limited> {
+        let budget = (Budget::Requests, self.config.requests_per_key_max);
+        self.take(auth_key, now_ms, budget, |holdings| &mut holdings.requests)?;
         Ok(InFlight {
             limits: self,
             auth_key: auth_key.to_owned(),
@@ -261,18 +274,8 @@ impl Limits {
 
     /// Counts one more open session of `auth_key`, or refuses it.
     pub fn open_session(&self, auth_key: &str, now_ms: u64) -> Result<(), Limited> {
-        let max = self.config.sessions_per_key_max;
-        let mut callers = self.lock();
-        let holdings = self.holdings(&mut callers, auth_key, now_ms);
-        if holdings.sessions >= max {
-            return Err(Limited {
-                budget: Budget::Sessions,
-                max: max as u64,
-                retry_after_ms: 1_000,
-            });
-        }
-        holdings.sessions += 1;
-        Ok(())
+        let budget = (Budget::Sessions, self.config.sessions_per_key_max);
+        self.take(auth_key, now_ms, budget, |holdings| &mut holdings.sessions)
     }
 
     /// One session of `auth_key` ended (deleted or evicted).

@@ -274,8 +274,6 @@ pub struct Server {
     waits: Waits,
     /// Every caller's budgets.
     limits: Limits,
-    /// Set by [`Server::drain`]: nothing new is admitted.
-    draining: std::sync::atomic::AtomicBool,
     subscribers: Mutex<BTreeMap<String, Subscriber>>,
     progress: Mutex<BTreeMap<String, ProgressWatch>>,
     /// Open 2026-07-28 `subscriptions/listen` streams, by a counter.
@@ -304,7 +302,6 @@ impl Server {
             env,
             waits: Waits::default(),
             limits: Limits::new(config.limits.clone()),
-            draining: std::sync::atomic::AtomicBool::new(false),
             config,
             subscribers: Mutex::new(BTreeMap::new()),
             progress: Mutex::new(BTreeMap::new()),
@@ -627,7 +624,7 @@ impl Server {
                     // Only the owner gets here: the guard refuses everyone else.
                     let open = match &opened {
                         Ok(open) => open,
-                        Err(refused) => return Err(self.wait_refused(*refused, task_id)),
+                        Err(refused) => return Err(wait_refused(*refused, task_id)),
                     };
                     if open.draining() {
                         return Err(draining_error(Some(task_id)));
@@ -949,15 +946,14 @@ impl Server {
 
     /// Whether [`Server::drain`] was called.
     pub fn is_draining(&self) -> bool {
-        self.draining.load(std::sync::atomic::Ordering::SeqCst)
+        // One flag, kept where the waits it ends are.
+        self.waits.is_draining()
     }
 
     /// Starts the drain (SIGTERM): no new `tools/call` is admitted, every blocked
     /// `tasks/result` ends with [`code::DRAINING`] and every 2026-07-28 listen stream with
     /// the same error. Tasks are untouched: their clients poll them, here or elsewhere.
     pub fn drain(&self) {
-        self.draining
-            .store(true, std::sync::atomic::Ordering::SeqCst);
         self.waits.drain();
         let mut listeners = self.listeners.lock().expect("listeners");
         for listener in listeners.values() {
@@ -997,25 +993,11 @@ impl Server {
     /// Whether `auth_key` could open one more wait now (a transport that must choose its
     /// answer's status before the call runs asks first: an SSE answer starts with `200`).
     pub fn check_wait_budget(&self, auth_key: &str) -> Result<(), RpcError> {
-        if self.is_draining() {
-            return Err(draining_error(None));
-        }
         let waits_max = self.limits.config().waits_per_key_max;
-        if self.waits.open_for(auth_key) >= waits_max {
-            return Err(self.wait_refused(WaitRefused::Budget { waits_max }, ""));
-        }
-        Ok(())
-    }
-
-    fn wait_refused(&self, refused: WaitRefused, task_id: &str) -> RpcError {
-        match refused {
-            WaitRefused::Budget { waits_max } => Limited {
-                budget: Budget::Waits,
-                max: waits_max as u64,
-                retry_after_ms: 1_000,
-            }
-            .to_rpc_error(),
-            WaitRefused::Draining => draining_error(Some(task_id)),
+        match self.waits.admits(auth_key, waits_max) {
+            Ok(()) => Ok(()),
+            Err(WaitRefused::Draining) => Err(draining_error(None)),
+            Err(refused) => Err(wait_refused(refused, "")),
         }
     }
 
@@ -1214,6 +1196,19 @@ pub(super) fn sync_point_of_no_return(name: &str) -> RpcError {
 
 pub(super) fn unexpected(decision: Decision) -> RpcError {
     internal_message(&format!("unexpected decision {}", decision.code()))
+}
+
+/// The error a call gets when its wait was not opened.
+fn wait_refused(refused: WaitRefused, task_id: &str) -> RpcError {
+    match refused {
+        WaitRefused::Budget { waits_max } => Limited {
+            budget: Budget::Waits,
+            max: waits_max as u64,
+            retry_after_ms: 1_000,
+        }
+        .to_rpc_error(),
+        WaitRefused::Draining => draining_error(Some(task_id)),
+    }
 }
 
 /// The error a call gets when the server drains: what ended, and that the task did not.

@@ -38,6 +38,18 @@ struct Table {
     draining: bool,
 }
 
+impl Table {
+    fn admits(&self, auth_key: &str, waits_max: usize) -> Result<(), WaitRefused> {
+        if self.draining {
+            return Err(WaitRefused::Draining);
+        }
+        if self.per_key.get(auth_key).copied().unwrap_or(0) >= waits_max {
+            return Err(WaitRefused::Budget { waits_max });
+        }
+        Ok(())
+    }
+}
+
 struct Entry {
     task_id: String,
     auth_key: String,
@@ -72,7 +84,7 @@ impl Wait<'_> {
 
     /// Whether the server started draining: the call should end now.
     pub fn draining(&self) -> bool {
-        self.waits.lock().draining
+        self.waits.is_draining()
     }
 }
 
@@ -119,13 +131,7 @@ impl Waits {
         waits_max: usize,
     ) -> Result<Wait<'_>, WaitRefused> {
         let mut table = self.lock();
-        if table.draining {
-            return Err(WaitRefused::Draining);
-        }
-        let mine = table.per_key.get(auth_key).copied().unwrap_or(0);
-        if mine >= waits_max {
-            return Err(WaitRefused::Budget { waits_max });
-        }
+        table.admits(auth_key, waits_max)?;
         let id = table.next_id;
         table.next_id += 1;
         let wake = Arc::new(tokio::sync::Notify::new());
@@ -148,6 +154,17 @@ impl Waits {
             id,
             wake,
         })
+    }
+
+    /// Whether [`Waits::enter`] would open a wait of `auth_key` now (a transport that must
+    /// choose its answer's status before the call runs asks first).
+    pub fn admits(&self, auth_key: &str, waits_max: usize) -> Result<(), WaitRefused> {
+        self.lock().admits(auth_key, waits_max)
+    }
+
+    /// Whether [`Waits::drain`] was called.
+    pub fn is_draining(&self) -> bool {
+        self.lock().draining
     }
 
     /// Wakes every wait on `task_id` (each re-reads its task).
