@@ -123,23 +123,37 @@ enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         trials: usize,
     },
-    /// Load a live MCP tasks server (2025-11-25 over Streamable HTTP) and report
-    /// throughput and p50/p99/p99.9 latency per method, with the generator's own CPU.
+    /// Load a live MCP tasks server (either era, over Streamable HTTP), or several side by
+    /// side (--targets), and report throughput and p50/p99/p99.9 latency per method, with
+    /// the server's and the generator's own CPU.
     Http(Box<BenchHttpArgs>),
 }
 
 #[derive(clap::Args)]
 struct BenchHttpArgs {
     /// The server's endpoint, e.g. http://127.0.0.1:8931/mcp.
-    #[arg(long, value_name = "URL")]
-    http: String,
-    /// A bearer token (repeatable: connections are dealt out to the tokens round-robin).
-    #[arg(long = "token")]
+    #[arg(long, value_name = "URL", required_unless_present = "targets")]
+    http: Option<String>,
+    /// Instead of --http: a JSON file naming several servers (URL, era, pids, tokens,
+    /// tool) and the reference; every workload runs against each, rounds alternating, and
+    /// the report gives each figure as a ratio to the reference's.
+    #[arg(long, value_name = "FILE", conflicts_with = "http")]
+    targets: Option<PathBuf>,
+    /// With --targets: rounds per workload (each cell is the median).
+    #[arg(long, default_value_t = 3, requires = "targets")]
+    rounds: usize,
+    /// With --http: the protocol era spoken, 2025-11-25 or 2026-07-28.
+    #[arg(long, default_value = "2025-11-25", conflicts_with = "targets")]
+    era: String,
+    /// With --http: a bearer token (repeatable: connections are dealt out to the tokens
+    /// round-robin).
+    #[arg(long = "token", conflicts_with = "targets")]
     tokens: Vec<String>,
-    /// create-poll-result, poll-heavy or cancel-heavy.
-    #[arg(long, default_value = "create-poll-result")]
-    workload: String,
-    /// Clients, each with one keep-alive connection and one session.
+    /// create-poll-result, poll-heavy, cancel-heavy or create (repeatable; default:
+    /// create-poll-result with --http, all four with --targets).
+    #[arg(long = "workload")]
+    workloads: Vec<String>,
+    /// Clients, each with one keep-alive connection (2025-11-25: and one session).
     #[arg(long, default_value_t = 16)]
     connections: usize,
     /// How long requests are counted.
@@ -154,14 +168,22 @@ struct BenchHttpArgs {
     /// Fixes every draw the workload makes.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// The tool the tasks run.
-    #[arg(long, default_value = "export")]
+    /// With --http: the tool the tasks run.
+    #[arg(long, default_value = "export", conflicts_with = "targets")]
     tool: String,
-    /// Its arguments for a short task, as JSON.
-    #[arg(long, default_value = r#"{"name": "bench", "delay_ms": 0}"#)]
+    /// With --http: its arguments for a short task, as JSON.
+    #[arg(
+        long,
+        default_value = r#"{"name": "bench", "delay_ms": 0}"#,
+        conflicts_with = "targets"
+    )]
     args: String,
-    /// Its arguments for the long task cancel-heavy cancels, as JSON.
-    #[arg(long, default_value = r#"{"name": "bench", "delay_ms": 600000}"#)]
+    /// With --http: its arguments for the long task cancel-heavy cancels, as JSON.
+    #[arg(
+        long,
+        default_value = r#"{"name": "bench", "delay_ms": 600000}"#,
+        conflicts_with = "targets"
+    )]
     long_args: String,
 }
 
@@ -251,7 +273,8 @@ fn async_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
 }
 
 fn bench_http(args: BenchHttpArgs) -> ExitCode {
-    use tasklatch::bench::http::{HttpBenchConfig, Workload, render, run};
+    use tasklatch::bench::compare::{self, CompareConfig, Targets};
+    use tasklatch::bench::http::{self, HttpBenchConfig, Workload};
     let json_arg = |flag: &str, text: &str| -> Result<serde_json::Value, String> {
         match serde_json::from_str::<serde_json::Value>(text) {
             Ok(value) if value.is_object() => Ok(value),
@@ -259,31 +282,76 @@ fn bench_http(args: BenchHttpArgs) -> ExitCode {
             Err(error) => Err(format!("{flag}: not JSON: {error}")),
         }
     };
+    let workloads: Result<Vec<Workload>, String> = if args.workloads.is_empty() {
+        Ok(match args.targets {
+            Some(_) => Workload::ALL.to_vec(),
+            None => vec![Workload::CreatePollResult],
+        })
+    } else {
+        args.workloads
+            .iter()
+            .map(|name| Workload::parse(name))
+            .collect()
+    };
+    let era = tasklatch::contract::Era::parse(&args.era)
+        .ok_or_else(|| format!("--era {:?}: expected 2025-11-25 or 2026-07-28", args.era));
     let config = match (
-        Workload::parse(&args.workload),
+        workloads,
+        era,
         json_arg("--args", &args.args),
         json_arg("--long-args", &args.long_args),
     ) {
-        (Ok(workload), Ok(short_arguments), Ok(long_arguments)) => HttpBenchConfig {
-            url: args.http,
-            tokens: args.tokens,
-            workload,
-            connections: args.connections,
-            duration_ms: args.seconds.saturating_mul(1_000),
-            warmup_ms: args.warmup_seconds.saturating_mul(1_000),
-            rate_per_s: args.rate,
-            seed: args.seed,
-            tool: args.tool,
-            short_arguments,
-            long_arguments,
-            ..HttpBenchConfig::default()
-        },
-        (Err(error), _, _) | (_, Err(error), _) | (_, _, Err(error)) => {
+        (Ok(workloads), Ok(era), Ok(short_arguments), Ok(long_arguments)) => {
+            let config = HttpBenchConfig {
+                url: args.http.clone().unwrap_or_default(),
+                era,
+                tokens: args.tokens,
+                workload: workloads[0],
+                connections: args.connections,
+                duration_ms: args.seconds.saturating_mul(1_000),
+                warmup_ms: args.warmup_seconds.saturating_mul(1_000),
+                rate_per_s: args.rate,
+                seed: args.seed,
+                tool: args.tool,
+                short_arguments,
+                long_arguments,
+                ..HttpBenchConfig::default()
+            };
+            CompareConfig {
+                workloads,
+                rounds: args.rounds,
+                base: config,
+            }
+        }
+        (Err(error), ..) | (_, Err(error), ..) | (.., Err(error), _) | (.., Err(error)) => {
             eprintln!("error: {error}");
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
-    if let Err(error) = tasklatch::bench::http::check(&config) {
+    let targets = match &args.targets {
+        Some(path) => match Targets::load(path) {
+            Ok(targets) => Some(targets),
+            Err(error) => {
+                eprintln!("error: --targets {error}");
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        },
+        None => None,
+    };
+    // The URL is each target's; the other settings are checked with each.
+    let checked = match &targets {
+        Some(targets) => targets.targets.iter().try_for_each(|target| {
+            let config = HttpBenchConfig {
+                url: target.url.clone(),
+                ..config.base.clone()
+            };
+            http::check(&config)
+                .map(|_| ())
+                .map_err(|error| format!("{}: {error}", target.name))
+        }),
+        None => http::check(&config.base).map(|_| ()),
+    };
+    if let Err(error) = checked {
         eprintln!("error: {error}");
         return ExitCode::from(EXIT_BAD_INPUT);
     }
@@ -291,11 +359,44 @@ fn bench_http(args: BenchHttpArgs) -> ExitCode {
         Ok(tokio) => tokio,
         Err(code) => return code,
     };
-    match tokio.block_on(run(config)) {
-        Ok(report) => {
-            print!("{}", render(&report));
+    let outcome = tokio.block_on(async {
+        match &targets {
+            Some(targets) => {
+                let comparison = compare::compare(targets, &config, |name, run| {
+                    eprintln!(
+                        "{name}: {} {:.0} requests/s, server {} cores, generator {} cores",
+                        run.report.workload.as_str(),
+                        run.report.requests_per_s,
+                        run.server_cores.map_or("?".into(), |c| format!("{c:.2}")),
+                        run.report
+                            .generator_cores
+                            .map_or("?".into(), |c| format!("{c:.2}")),
+                    );
+                })
+                .await?;
+                Ok(compare::render(&comparison))
+            }
+            None => {
+                let mut out = String::new();
+                for &workload in &config.workloads {
+                    let report = http::run(HttpBenchConfig {
+                        workload,
+                        ..config.base.clone()
+                    })
+                    .await?;
+                    out.push_str(&http::render(&report));
+                }
+                Ok::<_, String>(out)
+            }
+        }
+    });
+    match outcome {
+        Ok(text) => {
+            print!("{text}");
             ExitCode::SUCCESS
         }
+        // A server that cannot be reached or refuses the load: the URL or the targets file
+        // named the wrong thing.
         Err(error) => {
             eprintln!("error: {error}");
             ExitCode::from(EXIT_BAD_INPUT)

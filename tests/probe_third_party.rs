@@ -295,7 +295,7 @@ mod rmcp_server;
 /// liveness).
 #[test]
 fn rust_sdk_task_server_over_http() {
-    let address = rmcp_server::start();
+    let address = rmcp_server::start("127.0.0.1:0");
     let mut config = Config::new(Target::Http {
         url: format!("http://{address}/mcp"),
         tokens: vec![

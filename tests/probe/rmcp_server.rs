@@ -198,8 +198,10 @@ impl ServerHandler for TaskServer {
 }
 
 /// Serves the task server at `http://ADDRESS/mcp` on a thread of its own (its own tokio
-/// runtime, so the probe's runtime cannot starve it); returns the address.
-pub fn start() -> std::net::SocketAddr {
+/// runtime, so the probe's runtime cannot starve it), bound to `bind` (`127.0.0.1:0`: a
+/// free port); returns the address.
+pub fn start(bind: &str) -> std::net::SocketAddr {
+    let bind = bind.to_owned();
     let (send, receive) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -217,7 +219,7 @@ pub fn start() -> std::net::SocketAddr {
             let service: StreamableHttpService<TaskServer, LocalSessionManager> =
                 StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config);
             let router = axum::Router::new().nest_service("/mcp", service);
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            let listener = tokio::net::TcpListener::bind(bind.as_str())
                 .await
                 .expect("bind");
             send.send(listener.local_addr().expect("address"))

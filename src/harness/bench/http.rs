@@ -1,15 +1,20 @@
-//! `tasklatch bench http`: a load generator for live MCP tasks servers (2025-11-25 tasks
-//! over Streamable HTTP), native, so that the server is what runs out first.
+//! `tasklatch bench http`: a load generator for live MCP tasks servers over Streamable
+//! HTTP, in either era, native, so that the server is what runs out first.
 //!
-//! Each of `connections` clients holds one keep-alive HTTP/1.1 connection and a session of
-//! its own (tokens are dealt out round-robin, so a load can be spread over identities) and
-//! runs the workload step after step:
+//! Each of `connections` clients holds one keep-alive HTTP/1.1 connection (2025-11-25: and
+//! a session of its own; 2026-07-28 requests carry their own envelope and need none;
+//! tokens are dealt out round-robin, so a load can be spread over identities) and runs the
+//! workload step after step:
 //!
 //! | workload | one step |
 //! |---|---|
-//! | `create-poll-result` | `tools/call` with `task`, `tasks/get` until terminal, `tasks/result` |
+//! | `create-poll-result` | create a task, `tasks/get` until terminal, then (2025-11-25 only: 2026-07-28 inlines the result) `tasks/result` |
 //! | `poll-heavy` | `tasks/get` of one of the client's four tasks, drawn |
-//! | `cancel-heavy` | `tools/call` with `task` (a long one), 0–2 `tasks/get`, `tasks/cancel` |
+//! | `cancel-heavy` | create a task (a long one), 0–2 `tasks/get`, `tasks/cancel` |
+//! | `create` | create a task, nothing more (admission alone) |
+//!
+//! Creating a task is a `tools/call` with `task` (2025-11-25) or declaring the tasks
+//! extension (2026-07-28, where the server decides).
 //!
 //! Closed loop (the default): each client starts its next step when the last ends. Open
 //! loop (`rate_per_s`): steps are scheduled at a fixed rate over all clients, and a step a
@@ -21,6 +26,10 @@
 //! reported as p50 / p99 / p99.9; the generator's own CPU share is read from `/proc` so a
 //! report says whether the generator or the server was the limit.
 
+use crate::contract::Era;
+use crate::probe::peer::{
+    META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, TASKS_EXTENSION, VERSION_2025,
+};
 use crate::probe::transport::HttpUrl;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
@@ -50,14 +59,17 @@ pub enum Workload {
     PollHeavy,
     /// Create, poll a little, cancel.
     CancelHeavy,
+    /// Create, nothing more.
+    Create,
 }
 
 impl Workload {
     /// Every workload, in the order `--workload` lists them.
-    pub const ALL: [Workload; 3] = [
+    pub const ALL: [Workload; 4] = [
         Workload::CreatePollResult,
         Workload::PollHeavy,
         Workload::CancelHeavy,
+        Workload::Create,
     ];
 
     /// Its name on the command line.
@@ -66,6 +78,7 @@ impl Workload {
             Workload::CreatePollResult => "create-poll-result",
             Workload::PollHeavy => "poll-heavy",
             Workload::CancelHeavy => "cancel-heavy",
+            Workload::Create => "create",
         }
     }
 
@@ -86,6 +99,8 @@ impl Workload {
 pub struct HttpBenchConfig {
     /// The server's endpoint, `http://HOST:PORT/mcp`.
     pub url: String,
+    /// The protocol era spoken.
+    pub era: Era,
     /// Bearer tokens, dealt out to the clients round-robin; none: no `Authorization`.
     pub tokens: Vec<String>,
     /// The workload every client runs.
@@ -115,6 +130,7 @@ impl Default for HttpBenchConfig {
     fn default() -> HttpBenchConfig {
         HttpBenchConfig {
             url: "http://127.0.0.1:8931/mcp".into(),
+            era: Era::Core2025,
             tokens: Vec::new(),
             workload: Workload::CreatePollResult,
             connections: 16,
@@ -154,6 +170,8 @@ pub struct MethodFigures {
 pub struct HttpBenchReport {
     /// The workload run.
     pub workload: Workload,
+    /// The era spoken.
+    pub era: Era,
     /// Clients.
     pub connections: usize,
     /// The open-loop rate, if any.
@@ -247,7 +265,7 @@ impl Shared {
 /// Runs the load and reports what was counted.
 pub async fn run(config: HttpBenchConfig) -> Result<HttpBenchReport, String> {
     let url = check(&config)?;
-    let cpu_before = own_cpu_s();
+    let cpu_before = cpu_s(std::process::id());
     let shared = Arc::new(Shared {
         counted_from: Duration::from_millis(config.warmup_ms),
         ends_at: Duration::from_millis(config.warmup_ms + config.duration_ms),
@@ -276,7 +294,7 @@ pub async fn run(config: HttpBenchConfig) -> Result<HttpBenchReport, String> {
     if let Some(error) = setup_error {
         return Err(error);
     }
-    let cpu_cores = match (cpu_before, own_cpu_s()) {
+    let cpu_cores = match (cpu_before, cpu_s(std::process::id())) {
         (Some(before), Some(after)) => Some((after - before) / shared.now().as_secs_f64()),
         _ => None,
     };
@@ -302,6 +320,7 @@ pub async fn run(config: HttpBenchConfig) -> Result<HttpBenchReport, String> {
     let total: u64 = methods.iter().map(|method| method.count).sum();
     Ok(HttpBenchReport {
         workload: shared.config.workload,
+        era: shared.config.era,
         connections: shared.config.connections,
         rate_per_s: shared.config.rate_per_s,
         measured_s,
@@ -320,14 +339,63 @@ fn percentile(sorted_us: &[u32], p: f64) -> u64 {
     u64::from(sorted_us[at])
 }
 
-/// This process's CPU time so far, in seconds (Linux `/proc/self/stat`, 100 ticks a second
-/// as the kernel reports them to user space).
-fn own_cpu_s() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+/// The fields of `/proc/PID/stat` after the command name (Linux), from `state` on.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after = stat.get(stat.rfind(')')? + 2..)?;
-    let fields: Vec<&str> = after.split_whitespace().collect();
+    Some(after.split_whitespace().map(str::to_owned).collect())
+}
+
+/// A process's CPU time so far (user + system), in seconds (Linux `/proc/PID/stat`, 100
+/// ticks a second as the kernel reports them to user space).
+pub fn cpu_s(pid: u32) -> Option<f64> {
+    let fields = stat_fields(pid)?;
     let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
     Some(ticks as f64 / 100.0)
+}
+
+/// The CPU time so far of `roots` and every live process descending from them, in seconds:
+/// a server's own and its database's (a PostgreSQL postmaster's backends), say. A
+/// descendant that exited is not counted (its time went to a parent's `cutime`, which is
+/// not read: the parent may not have waited for it yet).
+pub fn tree_cpu_s(roots: &[u32]) -> Option<f64> {
+    let mut parent_of = BTreeMap::new();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if let Some(parent) = stat_fields(pid)
+            .and_then(|fields| fields.get(1).and_then(|ppid| ppid.parse::<u32>().ok()))
+        {
+            parent_of.insert(pid, parent);
+        }
+    }
+    let mut total_s = 0.0;
+    let mut seen_root = false;
+    for &pid in parent_of.keys() {
+        // Walk up at most 64 generations (a process tree deeper than that is not a server).
+        let mut at = pid;
+        let mut counted = false;
+        for _ in 0..64 {
+            if roots.contains(&at) {
+                counted = true;
+                break;
+            }
+            match parent_of.get(&at) {
+                Some(&parent) if parent != 0 && parent != at => at = parent,
+                _ => break,
+            }
+        }
+        if counted {
+            seen_root |= roots.contains(&pid);
+            total_s += cpu_s(pid).unwrap_or(0.0);
+        }
+    }
+    seen_root.then_some(total_s)
 }
 
 /// A small deterministic generator (splitmix64): the seed fixes every draw.
@@ -372,12 +440,16 @@ impl Connection {
             session: None,
             next_id: 0,
         };
+        if shared.config.era == Era::Extension2026 {
+            // No handshake: every request carries its own envelope.
+            return Ok(connection);
+        }
         let initialized = connection
             .call(
                 shared,
                 "initialize",
                 json!({
-                    "protocolVersion": "2025-11-25",
+                    "protocolVersion": VERSION_2025,
                     "capabilities": {},
                     "clientInfo": { "name": "tasklatch-bench", "version": env!("CARGO_PKG_VERSION") },
                 }),
@@ -400,12 +472,26 @@ impl Connection {
         let mut request = Request::post(shared.url.path.as_str())
             .header("host", shared.url.authority.as_str())
             .header("content-type", "application/json")
-            .header("accept", "application/json");
+            .header("accept", "application/json, text/event-stream");
         if let Some(token) = &self.token {
             request = request.header("authorization", format!("Bearer {token}"));
         }
         if let Some(session) = &self.session {
             request = request.header("mcp-session-id", session.as_str());
+        }
+        if shared.config.era == Era::Extension2026 {
+            // The 2026-07-28 routing headers mirror the body, so a server can route unread.
+            let method = message["method"].as_str().unwrap_or("");
+            request = request
+                .header("mcp-protocol-version", shared.config.era.as_str())
+                .header("mcp-method", method);
+            let name = match method {
+                "tools/call" => message["params"]["name"].as_str(),
+                _ => message["params"]["taskId"].as_str(),
+            };
+            if let Some(name) = name {
+                request = request.header("mcp-name", name);
+            }
         }
         let request = request
             .body(Full::new(Bytes::from(message.to_string())))
@@ -427,15 +513,20 @@ impl Connection {
                 .get("mcp-session-id")
                 .and_then(|value| value.to_str().ok())
                 .map(str::to_owned);
+            let event_stream = response
+                .headers()
+                .get("content-type")
+                .and_then(|value| value.to_str().ok())
+                .is_some_and(|value| value.starts_with("text/event-stream"));
             let body = response
                 .into_body()
                 .collect()
                 .await
                 .map_err(|error| format!("reading an answer: {error}"))?
                 .to_bytes();
-            Ok::<_, String>((status, session, body))
+            Ok::<_, String>((status, session, event_stream, body))
         };
-        let (status, session, body) = tokio::time::timeout(timeout, exchange)
+        let (status, session, event_stream, body) = tokio::time::timeout(timeout, exchange)
             .await
             .map_err(|_| format!("no answer within {timeout:?}"))??;
         if session.is_some() {
@@ -443,6 +534,15 @@ impl Connection {
         }
         let value = if body.is_empty() {
             Value::Null
+        } else if event_stream {
+            // A server may answer as a stream (both kinds are accepted, as the transport
+            // asks a client to): the answer is the last `data:` event that is a response.
+            last_response_event(&body).ok_or_else(|| {
+                format!(
+                    "HTTP {status}: an event stream with no response in it: {}",
+                    String::from_utf8_lossy(&body[..body.len().min(200)])
+                )
+            })?
         } else {
             serde_json::from_slice(&body).map_err(|error| {
                 format!(
@@ -462,6 +562,7 @@ impl Connection {
         params: Value,
     ) -> Result<Value, String> {
         self.next_id += 1;
+        let params = enveloped(shared.config.era, params);
         let message =
             json!({ "jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params });
         let (status, answer) = self.send(shared, message).await?;
@@ -506,14 +607,52 @@ impl Connection {
     }
 }
 
-/// A task-creating `tools/call`'s params.
-fn task_call(config: &HttpBenchConfig, arguments: &Value) -> Value {
-    json!({ "name": config.tool, "arguments": arguments, "task": { "ttl": 600_000 } })
+/// The last `data:` line of an SSE body that parses as a JSON-RPC response.
+fn last_response_event(body: &[u8]) -> Option<Value> {
+    String::from_utf8_lossy(body)
+        .lines()
+        .rev()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(|message| message.get("result").is_some() || message.get("error").is_some())
 }
 
+/// A task-creating `tools/call`'s params: 2025-11-25 asks with `task`; 2026-07-28 declares
+/// the extension in the envelope ([`enveloped`]) and lets the server decide.
+fn task_call(config: &HttpBenchConfig, arguments: &Value) -> Value {
+    match config.era {
+        Era::Core2025 => {
+            json!({ "name": config.tool, "arguments": arguments, "task": { "ttl": 600_000 } })
+        }
+        Era::Extension2026 => json!({ "name": config.tool, "arguments": arguments }),
+    }
+}
+
+/// 2026-07-28: `params` with the envelope every request carries (protocol version, and the
+/// tasks extension declared). 2025-11-25: `params` as they are.
+fn enveloped(era: Era, params: Value) -> Value {
+    let Era::Extension2026 = era else {
+        return params;
+    };
+    let mut params = match params {
+        Value::Object(object) => object,
+        _ => serde_json::Map::new(),
+    };
+    params.insert(
+        "_meta".into(),
+        json!({
+            META_PROTOCOL_VERSION: era.as_str(),
+            META_CLIENT_CAPABILITIES: { "extensions": { TASKS_EXTENSION: {} } },
+        }),
+    );
+    Value::Object(params)
+}
+
+/// The new task's id: `task.taskId` (2025-11-25) or a flat `taskId` (2026-07-28).
 fn task_id_of(created: &Value) -> Option<String> {
     created
         .pointer("/task/taskId")
+        .or_else(|| created.get("taskId"))
         .and_then(Value::as_str)
         .map(str::to_owned)
 }
@@ -587,9 +726,11 @@ async fn client(shared: Arc<Shared>, index: usize) -> Result<(), String> {
                         break;
                     }
                 }
-                connection
-                    .timed(&shared, "tasks/result", json!({ "taskId": task_id }), None)
-                    .await;
+                if shared.config.era == Era::Core2025 {
+                    connection
+                        .timed(&shared, "tasks/result", json!({ "taskId": task_id }), None)
+                        .await;
+                }
             }
             Workload::PollHeavy => {
                 let task_id = &polled[draws.below(polled.len() as u64) as usize];
@@ -618,6 +759,11 @@ async fn client(shared: Arc<Shared>, index: usize) -> Result<(), String> {
                     .timed(&shared, "tasks/cancel", json!({ "taskId": task_id }), None)
                     .await;
             }
+            Workload::Create => {
+                connection
+                    .create_task(&shared, &shared.config.short_arguments, scheduled)
+                    .await;
+            }
         }
     }
     Ok(())
@@ -626,8 +772,9 @@ async fn client(shared: Arc<Shared>, index: usize) -> Result<(), String> {
 /// The report as a table, one row per method, the generator's CPU beside.
 pub fn render(report: &HttpBenchReport) -> String {
     let mut out = format!(
-        "{} over {} connections, {}, {:.1} s counted: {:.0} requests/s{}\n",
+        "{} ({}) over {} connections, {}, {:.1} s counted: {:.0} requests/s{}\n",
         report.workload.as_str(),
+        report.era.as_str(),
         report.connections,
         report
             .rate_per_s

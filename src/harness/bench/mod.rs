@@ -1,5 +1,6 @@
 //! `tasklatch bench store`: store throughput as a ratio to the bare driver; and
-//! `tasklatch bench http` ([`http`]), a load generator for live MCP tasks servers.
+//! `tasklatch bench http` ([`http`]), a load generator for live MCP tasks servers, and
+//! ([`compare`]) the same loads against several servers side by side.
 //!
 //! Each adapter is measured beside a baseline that runs bare `UPDATE … WHERE id = ?`
 //! statements through the same driver, on the same database, in the same run, in
@@ -15,6 +16,7 @@
 //!   version they last saw (a refused write refreshes it from the answer), against the same
 //!   threads running bare UPDATEs on the same number of rows.
 
+pub mod compare;
 pub mod http;
 
 use crate::contract::{Decision, Negotiated, TaskStatus, TaskSupport};

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Side-by-side server benchmark, in one run: starts four MCP task servers on loopback and
+# loads each with `tasklatch bench http --targets`, rounds alternating, every figure a
+# ratio to the TypeScript SDK's reference server.
+#
+#   scripts/bench-compare.sh [bench http flags: --seconds 8 --rounds 3 --connections 16 --workload create …]
+#
+# The servers:
+#   tasklatch-sqlite   tasklatch serve --http, SQLite, synchronous=full (durable), 2025-11-25
+#   tasklatch-pg       tasklatch serve --http, a private PostgreSQL cluster started here
+#                      (initdb; fsync and synchronous_commit on, as shipped), 2025-11-25
+#   ts-reference       the TypeScript SDK 1.32.2 (McpServer + InMemoryTaskStore),
+#                      tests/interop/ts/reference-server.mjs, 2025-11-25 (needs
+#                      `npm ci --prefix tests/interop/ts`)
+#   tasklatch-sqlite-2026  the first, spoken to in 2026-07-28
+#   rmcp               rmcp 3.11.0's in-memory TaskManager (examples/rmcp_task_server.rs),
+#                      2026-07-28 only
+# The CPU of tasklatch-pg counts the PostgreSQL backends too. Everything started here is
+# stopped on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo build --release --quiet --features postgres
+cargo build --release --quiet --example rmcp_task_server
+tasklatch=target/release/tasklatch
+
+scratch=$(mktemp -d /tmp/tasklatch-compare-XXXXXX)
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+as_postgres=()
+[ "$(id -u)" -eq 0 ] && as_postgres=(runuser -u postgres --)
+cleanup() {
+  # `start` runs in command substitutions, so it keeps its pids in a file, not a variable.
+  for pid in $(cat "$scratch/pids" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+  if [ -f "$scratch/pg/postmaster.pid" ]; then
+    "${as_postgres[@]}" "$pg_bin/pg_ctl" -D "$scratch/pg" -m immediate stop >/dev/null 2>&1 || true
+  fi
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# Starts "$@" in the background, its stdout in $scratch/$name.out; waits for "listening".
+start() {
+  local name=$1; shift
+  "$@" >"$scratch/$name.out" 2>"$scratch/$name.err" &
+  local pid=$!
+  echo "$pid" >>"$scratch/pids"
+  for _ in $(seq 200); do
+    grep -q listening "$scratch/$name.out" 2>/dev/null && { echo "$pid"; return; }
+    kill -0 "$pid" 2>/dev/null || { echo "$name exited: $(cat "$scratch/$name.err")" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "$name did not say it listens within 20 s" >&2
+  exit 1
+}
+
+echo '{"tokens": {"bench-token-0001": "tenant-bench/a", "bench-token-0002": "tenant-bench/b"}}' >"$scratch/tokens.json"
+# Throughput, not the limits, is measured: lift the per-caller budgets.
+lifted=(--polls-per-second 100000000 --poll-burst 100000000 --waits-per-caller 100000
+        --requests-per-caller 100000 --sessions-per-caller 100000 --workers 4)
+
+sqlite_port=$(free_port)
+sqlite_pid=$(start tasklatch-sqlite "$tasklatch" serve --http "127.0.0.1:$sqlite_port" \
+  --tokens "$scratch/tokens.json" --store "sqlite:$scratch/tasks.db" \
+  --exports "$scratch/exports-sqlite" "${lifted[@]}")
+
+pg_port=$(free_port)
+mkdir -p "$scratch/pg"
+[ "$(id -u)" -eq 0 ] && chown postgres:postgres "$scratch" "$scratch/pg"
+"${as_postgres[@]}" "$pg_bin/initdb" -D "$scratch/pg" -U postgres --auth=trust -E UTF8 >/dev/null
+"${as_postgres[@]}" "$pg_bin/pg_ctl" -D "$scratch/pg" -l "$scratch/pg.log" -w \
+  -o "-p $pg_port -k $scratch -c listen_addresses=127.0.0.1 -c max_connections=100" start >/dev/null
+postmaster=$(head -1 "$scratch/pg/postmaster.pid")
+pg_pid=$(start tasklatch-pg "$tasklatch" serve --http "127.0.0.1:$(free_port)" \
+  --tokens "$scratch/tokens.json" --store "postgres://postgres@127.0.0.1:$pg_port/postgres" \
+  --exports "$scratch/exports-pg" "${lifted[@]}")
+pg_url=$(grep -o 'http://[^ ]*/mcp' "$scratch/tasklatch-pg.out" | head -1)
+sqlite_url=$(grep -o 'http://[^ ]*/mcp' "$scratch/tasklatch-sqlite.out" | head -1)
+
+ts_port=$(free_port)
+ts_pid=$(start ts-reference node tests/interop/ts/reference-server.mjs --port "$ts_port" --quiet)
+
+rmcp_pid=$(start rmcp target/release/examples/rmcp_task_server "127.0.0.1:$(free_port)")
+rmcp_url=$(grep -o 'http://[^ ]*/mcp' "$scratch/rmcp.out" | head -1)
+
+export_args='"tool": "export", "args": {"name": "bench", "delay_ms": 0}, "long_args": {"name": "bench", "delay_ms": 600000}'
+tokens='"tokens": ["bench-token-0001", "bench-token-0002"]'
+cat >"$scratch/targets.json" <<JSON
+{ "reference": "ts-reference",
+  "targets": [
+    { "name": "ts-reference", "url": "http://127.0.0.1:$ts_port/mcp", "era": "2025-11-25",
+      "pids": [$ts_pid], $export_args },
+    { "name": "tasklatch-sqlite", "url": "$sqlite_url", "era": "2025-11-25",
+      "pids": [$sqlite_pid], $tokens, $export_args },
+    { "name": "tasklatch-pg", "url": "$pg_url", "era": "2025-11-25",
+      "pids": [$pg_pid, $postmaster], $tokens, $export_args },
+    { "name": "tasklatch-sqlite-2026", "url": "$sqlite_url", "era": "2026-07-28",
+      "pids": [$sqlite_pid], $tokens, $export_args },
+    { "name": "rmcp", "url": "$rmcp_url", "era": "2026-07-28", "pids": [$rmcp_pid],
+      "tool": "slow_compute", "args": {"seconds": 0}, "long_args": {"seconds": 120} } ] }
+JSON
+"$tasklatch" bench http --targets "$scratch/targets.json" "$@"
