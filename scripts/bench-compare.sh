@@ -11,17 +11,20 @@
 #                      (initdb; fsync and synchronous_commit on, as shipped), 2025-11-25
 #   ts-reference       the TypeScript SDK 1.32.2 (McpServer + InMemoryTaskStore),
 #                      tests/interop/ts/reference-server.mjs, 2025-11-25 (needs
-#                      `npm ci --prefix tests/interop/ts`)
+#                      `npm ci --prefix tests/interop/ts`); its `export` with delay_ms 0
+#                      touches nothing, like slow_compute with seconds 0 on the others
 #   tasklatch-sqlite-2026  the first, spoken to in 2026-07-28
 #   rmcp               rmcp 3.11.0's in-memory TaskManager (examples/rmcp_task_server.rs),
 #                      2026-07-28 only
-# The CPU of tasklatch-pg counts the PostgreSQL backends too. Everything started here is
+# tasklatch runs TASKLATCH_BENCH_WORKERS workers (default 4, as `serve`; 16 measured fewer
+# creates/s: more workers write more, beside the admissions). The CPU of tasklatch-pg counts the
+# PostgreSQL backends too. Everything started here is
 # stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --release --quiet --features postgres
-cargo build --release --quiet --example rmcp_task_server
+# One feature set for both, so the library is built once.
+cargo build --release --quiet --features postgres --bins --example rmcp_task_server
 tasklatch=target/release/tasklatch
 
 scratch=$(mktemp -d /tmp/tasklatch-compare-XXXXXX)
@@ -57,8 +60,12 @@ start() {
 
 echo '{"tokens": {"bench-token-0001": "tenant-bench/a", "bench-token-0002": "tenant-bench/b"}}' >"$scratch/tokens.json"
 # Throughput, not the limits, is measured: lift the per-caller budgets.
+# --conformance-tools adds slow_compute, the tool the rmcp server has too: a task that
+# sleeps its `seconds` and touches nothing (tasklatch's own `export` writes and fsyncs a
+# file per task, a cost the other servers' tools do not have).
 lifted=(--polls-per-second 100000000 --poll-burst 100000000 --waits-per-caller 100000
-        --requests-per-caller 100000 --sessions-per-caller 100000 --workers 4)
+        --requests-per-caller 100000 --sessions-per-caller 100000 --workers "${TASKLATCH_BENCH_WORKERS:-4}"
+        --conformance-tools)
 
 sqlite_port=$(free_port)
 sqlite_pid=$(start tasklatch-sqlite "$tasklatch" serve --http "127.0.0.1:$sqlite_port" \
@@ -85,6 +92,7 @@ rmcp_pid=$(start rmcp target/release/examples/rmcp_task_server "127.0.0.1:$(free
 rmcp_url=$(grep -o 'http://[^ ]*/mcp' "$scratch/rmcp.out" | head -1)
 
 export_args='"tool": "export", "args": {"name": "bench", "delay_ms": 0}, "long_args": {"name": "bench", "delay_ms": 600000}'
+compute_args='"tool": "slow_compute", "args": {"seconds": 0}, "long_args": {"seconds": 120}'
 tokens='"tokens": ["bench-token-0001", "bench-token-0002"]'
 cat >"$scratch/targets.json" <<JSON
 { "reference": "ts-reference",
@@ -92,12 +100,12 @@ cat >"$scratch/targets.json" <<JSON
     { "name": "ts-reference", "url": "http://127.0.0.1:$ts_port/mcp", "era": "2025-11-25",
       "pids": [$ts_pid], $export_args },
     { "name": "tasklatch-sqlite", "url": "$sqlite_url", "era": "2025-11-25",
-      "pids": [$sqlite_pid], $tokens, $export_args },
+      "pids": [$sqlite_pid], $tokens, $compute_args },
     { "name": "tasklatch-pg", "url": "$pg_url", "era": "2025-11-25",
-      "pids": [$pg_pid, $postmaster], $tokens, $export_args },
+      "pids": [$pg_pid, $postmaster], $tokens, $compute_args },
     { "name": "tasklatch-sqlite-2026", "url": "$sqlite_url", "era": "2026-07-28",
-      "pids": [$sqlite_pid], $tokens, $export_args },
+      "pids": [$sqlite_pid], $tokens, $compute_args },
     { "name": "rmcp", "url": "$rmcp_url", "era": "2026-07-28", "pids": [$rmcp_pid],
-      "tool": "slow_compute", "args": {"seconds": 0}, "long_args": {"seconds": 120} } ] }
+      $compute_args } ] }
 JSON
 "$tasklatch" bench http --targets "$scratch/targets.json" "$@"

@@ -320,6 +320,7 @@ fn bench_http(args: BenchHttpArgs) -> ExitCode {
             CompareConfig {
                 workloads,
                 rounds: args.rounds,
+                settle_ms_max: compare::SETTLE_MS_MAX,
                 base: config,
             }
         }

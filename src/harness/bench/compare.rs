@@ -4,7 +4,10 @@
 //!
 //! Round `r` runs the targets starting from target `r mod n`, so no server always runs
 //! first on a cooler machine or last on a warmer one; each cell of the report is the median
-//! over the rounds. A target's CPU is read from `/proc` for its `pids` and every process
+//! over the rounds. Before each run the generator waits for the machine to settle: every
+//! target with `pids` under [`SETTLED_CORES_MAX`] cores for a quarter second (at most
+//! [`SETTLE_MS_MAX`]), so tasks a server admitted in the last run and still runs (a
+//! backlog of creates) are not billed to the next server. A target's CPU is read from `/proc` for its `pids` and every process
 //! descending from them (a PostgreSQL postmaster's backends count for the server that uses
 //! them), so "CPU per request" is the whole server's cost, and the generator's own share
 //! stands beside it: a generator near its cores' limit says the comparison measured the
@@ -35,6 +38,11 @@ use std::path::Path;
 pub const TARGETS_MAX: usize = 16;
 /// Rounds at most.
 pub const ROUNDS_MAX: usize = 50;
+/// A server using less than this is settled.
+pub const SETTLED_CORES_MAX: f64 = 0.05;
+/// How long the generator waits at most for the servers to settle before a run.
+pub const SETTLE_MS_MAX: u64 = 60_000;
+const SETTLE_WINDOW_MS: u64 = 250;
 
 /// One server to load.
 #[derive(Clone, Debug, Deserialize)]
@@ -131,6 +139,9 @@ pub struct CompareConfig {
     pub workloads: Vec<Workload>,
     /// Rounds per workload.
     pub rounds: usize,
+    /// How long to wait at most, before each run, for the servers to settle (0: not at
+    /// all; the default is [`SETTLE_MS_MAX`]).
+    pub settle_ms_max: u64,
     /// Connections, duration, warm-up, rate and seed; its URL, era, tokens, tool and
     /// arguments are each target's.
     pub base: HttpBenchConfig,
@@ -198,6 +209,7 @@ pub async fn compare(
             for offset in 0..count {
                 let index = (round + offset) % count;
                 let target = &targets.targets[index];
+                settle(&targets.targets, config.settle_ms_max).await;
                 let run = run_one(target, workload, &config.base).await?;
                 progress(&target.name, &run);
                 by_target[index].2.push(run);
@@ -253,6 +265,28 @@ async fn run_one(
             .map(|s| s * counted_share * 1e6 / requests),
         report,
     })
+}
+
+/// Waits (at most `settle_ms_max`) until every target with pids is under
+/// [`SETTLED_CORES_MAX`].
+async fn settle(targets: &[Target], settle_ms_max: u64) {
+    let pids: Vec<u32> = targets
+        .iter()
+        .flat_map(|t| t.pids.iter().copied())
+        .collect();
+    if pids.is_empty() || settle_ms_max == 0 {
+        return;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(settle_ms_max);
+    while std::time::Instant::now() < deadline {
+        let before = tree_cpu_s(&pids);
+        tokio::time::sleep(std::time::Duration::from_millis(SETTLE_WINDOW_MS)).await;
+        match (before, tree_cpu_s(&pids)) {
+            (Some(before), Some(after))
+                if (after - before) * 1_000.0 / (SETTLE_WINDOW_MS as f64) >= SETTLED_CORES_MAX => {}
+            _ => return,
+        }
+    }
 }
 
 fn tree_cpu(pids: &[u32]) -> Option<f64> {

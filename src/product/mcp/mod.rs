@@ -118,6 +118,9 @@ impl Assembly {
             env.clone(),
             config,
         ));
+        // The server and its runtime share a process: admissions wake the dispatcher.
+        let admitted = Arc::new(tokio::sync::Notify::new());
+        server.ring_on_admission(admitted.clone());
         let runtime = Arc::new(
             Runtime::new(
                 store,
@@ -128,7 +131,8 @@ impl Assembly {
                 server.clone(),
                 runtime_config,
             )
-            .with_effects(tools),
+            .with_effects(tools)
+            .with_bells(admitted),
         );
         Assembly { server, runtime }
     }

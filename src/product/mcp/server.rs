@@ -285,6 +285,9 @@ pub struct Server {
     initialized: std::sync::atomic::AtomicU64,
     /// Side requests sent to clients and not yet answered.
     asks: Mutex<Asks>,
+    /// Rung after each admission, to wake the runtime's dispatcher (see
+    /// [`Server::ring_on_admission`]).
+    admission_bell: std::sync::OnceLock<Arc<tokio::sync::Notify>>,
 }
 
 impl Server {
@@ -310,7 +313,14 @@ impl Server {
             clients: Mutex::new(BTreeMap::new()),
             initialized: std::sync::atomic::AtomicU64::new(0),
             asks: Mutex::new(Asks::default()),
+            admission_bell: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Rings `bell` after each task admitted (the runtime's dispatcher waits on it). Set
+    /// once; later calls are ignored.
+    pub fn ring_on_admission(&self, bell: Arc<tokio::sync::Notify>) {
+        let _ = self.admission_bell.set(bell);
     }
 
     /// Routes `notifications/*` for tasks of `session.auth_key` to `outbound`.
@@ -886,9 +896,16 @@ impl Server {
             era: call.era,
             input_responses: call.input_responses,
         };
-        self.store
+        let answer = self
+            .store
             .create(&command)
-            .map_err(|error| self.internal(error))
+            .map_err(|error| self.internal(error))?;
+        if answer.decision == Decision::AcceptTask
+            && let Some(bell) = self.admission_bell.get()
+        {
+            bell.notify_one();
+        }
+        Ok(answer)
     }
 
     /// The tool a `tools/call` names (`-32602` if unknown) and its arguments object.

@@ -279,6 +279,18 @@ pub struct Runtime {
     shutdown: AtomicBool,
     /// Worker loops not yet returned (a drain waits for them).
     workers_running: std::sync::atomic::AtomicUsize,
+    /// Wake-ups, if the runtime was given them ([`Runtime::with_bells`]).
+    bells: Option<Bells>,
+    /// Worker loops started (how many the dispatcher may wake at once).
+    workers_started: std::sync::atomic::AtomicUsize,
+}
+
+/// Wake-ups that cut the idle sleeps short: the dispatcher's when a task was admitted
+/// (rung by the server), a worker's when the dispatcher published. The sleeps stay, as the
+/// fallback a missed ring costs (a ring while the loop is busy is kept for its next idle).
+struct Bells {
+    dispatch: Arc<tokio::sync::Notify>,
+    work: tokio::sync::Notify,
 }
 
 /// What one worker step did.
@@ -317,6 +329,35 @@ impl Runtime {
             counters: Counters::default(),
             shutdown: AtomicBool::new(false),
             workers_running: std::sync::atomic::AtomicUsize::new(0),
+            bells: None,
+            workers_started: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// The runtime with its loops woken instead of waiting out `idle_ms`: the dispatcher
+    /// by `admitted` (which the server rings after each admission), the workers by the
+    /// dispatcher when it published. Without bells (the simulation's runtime), the loops
+    /// poll every `idle_ms`, as a runtime in another process than its server must.
+    pub fn with_bells(mut self, admitted: Arc<tokio::sync::Notify>) -> Runtime {
+        self.bells = Some(Bells {
+            dispatch: admitted,
+            work: tokio::sync::Notify::new(),
+        });
+        self
+    }
+
+    /// Sleeps `idle_ms`, or less if `bell` rings first.
+    async fn idle(&self, bell: Option<&tokio::sync::Notify>) {
+        let sleep = self.env.sleep(self.config.idle_ms);
+        match bell {
+            None => sleep.await,
+            Some(bell) => {
+                tokio::select! {
+                    biased;
+                    () = bell.notified() => {}
+                    () = sleep => {}
+                }
+            }
         }
     }
 
@@ -686,8 +727,15 @@ impl Runtime {
     pub async fn run_dispatcher(self: Arc<Self>, name: String) {
         while !self.is_shut_down() {
             match self.dispatch_once(&name).await {
-                Ok(0) => self.env.sleep(self.config.idle_ms).await,
-                Ok(_) => {}
+                Ok(0) => self.idle(self.bells.as_ref().map(|b| &*b.dispatch)).await,
+                Ok(published) => {
+                    if let Some(bells) = &self.bells {
+                        let idle_at_most = self.workers_started.load(Ordering::Relaxed);
+                        for _ in 0..published.min(idle_at_most) {
+                            bells.work.notify_one();
+                        }
+                    }
+                }
                 Err(_) => self.backoff().await,
             }
         }
@@ -699,7 +747,7 @@ impl Runtime {
         let _running = WorkerRunning(&self.workers_running);
         while !self.is_shut_down() {
             match self.work_once().await {
-                Ok(WorkStep::Idle) => self.env.sleep(self.config.idle_ms).await,
+                Ok(WorkStep::Idle) => self.idle(self.bells.as_ref().map(|b| &b.work)).await,
                 Ok(_) => {}
                 Err(_) => self.backoff().await,
             }
@@ -743,6 +791,7 @@ impl Runtime {
         self.env
             .spawn(Box::pin(self.clone().run_dispatcher("dispatcher".into())));
         for _ in 0..workers {
+            self.workers_started.fetch_add(1, Ordering::Relaxed);
             self.env.spawn(Box::pin(self.clone().run_worker()));
         }
         self.env.spawn(Box::pin(self.clone().run_sweeper()));

@@ -23,6 +23,7 @@
 
 mod error;
 mod factory;
+pub mod group;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -574,7 +575,7 @@ pub fn call_now<T>(call: impl FnOnce() -> T) -> T {
 /// worker thread of a multi-threaded tokio runtime each operation runs in
 /// `tokio::task::block_in_place` (which hands the thread's other tasks to other workers
 /// and lets the client start its own runtime); anywhere else it is called as it is.
-/// `open_store` wraps every PostgreSQL store in one; `tasklatch serve` needs it.
+/// `open_store` wraps every PostgreSQL and SQLite store in one; `tasklatch serve` needs it.
 pub struct OffRuntime<S>(pub S);
 
 /// Runs `call` where it may block and start a runtime of its own (see [`OffRuntime`]).
@@ -599,7 +600,10 @@ delegate_task_store!([S: TaskStore + ?Sized] Box<S>, |this| (**this));
 pub fn open_store(url: &str, options: &StoreOptions) -> Result<Box<dyn TaskStore>, StoreError> {
     match StoreUrl::parse(url)? {
         StoreUrl::Memory => Ok(Box::new(MemoryStore::open(options)?)),
-        StoreUrl::Sqlite(sqlite) => Ok(Box::new(SqliteStore::open(&sqlite, options)?)),
+        // Off the runtime too: a write waits for its group's commit (an fsync), and a
+        // worker thread blocked there would stall every request it also serves; with the
+        // thread handed off, concurrent writes queue on the group and share its commit.
+        StoreUrl::Sqlite(sqlite) => Ok(Box::new(OffRuntime(SqliteStore::open(&sqlite, options)?))),
         #[cfg(feature = "postgres")]
         StoreUrl::Postgres(url) => Ok(Box::new(OffRuntime(off_runtime(|| {
             PostgresStore::open(&url, None, options)

@@ -3,8 +3,14 @@
 //! WAL mode, a busy timeout, foreign keys on, and `BEGIN IMMEDIATE` for every write
 //! transaction, so racing writers queue on the write lock instead of failing a read-to-
 //! write upgrade. The schema is created and migrated on open, under a schema version.
-//! One store holds one connection; give each thread its own store for parallelism.
+//!
+//! One store holds two connections: writes go through one, in groups that share a
+//! transaction and its commit ([`super::group`]: each write in a savepoint of its own,
+//! none answered before its group is on disk), so concurrent admissions and transitions
+//! pay one fsync between them instead of one each; reads (`read`, `list`) go through the
+//! other and, WAL being what it is, see only committed data and never wait for a commit.
 
+use super::group::{GroupCommit, Grouped};
 use super::row::{
     CasParams, Columns, SqlRow, TASK_COLUMNS, TaskParams, cas_predicate, claim_from_row,
     encode_input, encode_outcome, owner_clause, sql_int, sql_limit, task_from_row,
@@ -41,11 +47,43 @@ impl Synchronous {
     }
 }
 
-/// The SQLite adapter, the embedded default: one WAL-mode file, one connection behind a
-/// lock.
+/// The SQLite adapter, the embedded default: one WAL-mode file, a connection that writes
+/// in groups and one that reads.
 pub struct SqliteStore {
-    connection: Mutex<Connection>,
+    writer: GroupCommit<Writer>,
+    reader: Mutex<Connection>,
     cursor_secret: Vec<u8>,
+}
+
+/// The writing connection, as [`GroupCommit`] drives it.
+struct Writer(Connection);
+
+impl Writer {
+    fn run(&self, sql: &str) -> Result<(), String> {
+        self.0.execute_batch(sql).map_err(|error| error.to_string())
+    }
+}
+
+impl Grouped for Writer {
+    fn begin(&mut self) -> Result<(), String> {
+        self.run("BEGIN IMMEDIATE")
+    }
+    fn savepoint(&mut self) -> Result<(), String> {
+        self.run("SAVEPOINT write")
+    }
+    fn release(&mut self) -> Result<(), String> {
+        self.run("RELEASE write")
+    }
+    fn rollback_to_savepoint(&mut self) -> Result<(), String> {
+        self.run("ROLLBACK TO write")
+    }
+    fn commit(&mut self) -> Result<(), String> {
+        self.run("COMMIT")
+    }
+    fn rollback(&mut self) {
+        // Fails harmlessly if SQLite already rolled back (a failed COMMIT may).
+        let _ = self.run("ROLLBACK");
+    }
 }
 
 fn backend(operation: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {
@@ -67,6 +105,7 @@ impl SqliteStore {
             cause: error.to_string(),
         };
         let mut connection = Connection::open(&options.path).map_err(open_error)?;
+        let reader = Connection::open(&options.path).map_err(open_error)?;
         let synchronous = options.synchronous.pragma();
         // journal_mode answers with a row; the others do not.
         let mode: String = connection
@@ -83,8 +122,15 @@ impl SqliteStore {
                 "PRAGMA synchronous = {synchronous}; PRAGMA foreign_keys = ON;"
             ))
             .map_err(open_error)?;
-        connection
-            .busy_timeout(std::time::Duration::from_millis(options.busy_timeout_ms))
+        for connection in [&connection, &reader] {
+            connection
+                .busy_timeout(std::time::Duration::from_millis(options.busy_timeout_ms))
+                .map_err(open_error)?;
+        }
+        // The reader never writes; saying so makes a slip an error, not a write outside
+        // the groups.
+        reader
+            .execute_batch("PRAGMA query_only = ON")
             .map_err(open_error)?;
         let persisted_secret = migrate(&mut connection).map_err(|error| match error {
             StoreError::Backend { cause, .. } => StoreError::Open {
@@ -94,7 +140,8 @@ impl SqliteStore {
             other => other,
         })?;
         Ok(SqliteStore {
-            connection: Mutex::new(connection),
+            writer: GroupCommit::new(Writer(connection)),
+            reader: Mutex::new(reader),
             cursor_secret: store_options
                 .cursor_secret
                 .clone()
@@ -102,9 +149,14 @@ impl SqliteStore {
         })
     }
 
-    fn lock(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
-        self.connection.lock().map_err(|_| StoreError::Backend {
-            operation: "lock the SQLite connection",
+    /// How many commits the writes so far took (see [`super::group`]).
+    pub fn group_figures(&self) -> super::group::GroupFigures {
+        self.writer.figures()
+    }
+
+    fn read_lock(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
+        self.reader.lock().map_err(|_| StoreError::Backend {
+            operation: "lock the SQLite reading connection",
             cause: "a thread panicked while holding it".into(),
         })
     }
@@ -243,18 +295,16 @@ impl TaskStore for SqliteStore {
             return Ok(Answer::bare(unbound));
         }
         let record = command.admission_record(digest.clone());
-        let task = TaskParams::of(&record)?;
         let failed = backend("create a task");
-        let mut connection = self.lock()?;
-        let transaction = connection
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(&failed)?;
+        self.writer.write("create a task", |writer| {
+        let task = TaskParams::of(&record)?;
+        let transaction = &writer.0;
         let bound = match &command.idempotency_key {
             Some(key) => {
                 let sql = format!(
                     "SELECT {TASK_COLUMNS} FROM tasks WHERE auth_key = ?1 AND idempotency_key = ?2"
                 );
-                query_tasks(&transaction, &sql, [&command.caller, key], "create a task")?.pop()
+                query_tasks(transaction, &sql, [&command.caller, key], "create a task")?.pop()
             }
             None => None,
         };
@@ -269,8 +319,14 @@ impl TaskStore for SqliteStore {
                         )
                         .map_err(&failed)?;
                 }
-                if let Err(error) = insert_task(&transaction, &task) {
-                    return super::collided(error, || read_task(&transaction, &record.task_id));
+                if let Err(error) = insert_task(transaction, &task) {
+                    let answer = super::collided(error, || read_task(transaction, &record.task_id));
+                    // Nothing of this admission stays (the expired holder keeps its key).
+                    writer.rollback_to_savepoint().map_err(|cause| StoreError::Backend {
+                        operation: "create a task",
+                        cause,
+                    })?;
+                    return answer;
                 }
                 transaction
                     .prepare_cached(
@@ -286,12 +342,12 @@ impl TaskStore for SqliteStore {
                         ])
                     })
                     .map_err(&failed)?;
-                transaction.commit().map_err(&failed)?;
                 Ok(Answer::new(decision, Some(record)))
             }
             Decision::ReplayTask => super::replay(bound),
             _ => Ok(Answer::bare(decision)),
         }
+        })
     }
 
     fn transition(&self, command: &TransitionCommand) -> Result<Answer, StoreError> {
@@ -304,68 +360,70 @@ impl TaskStore for SqliteStore {
         // RETURNING costs more than the UPDATE itself: ~120 µs against ~47 µs, measured.)
         let now = sql_int(command.now_ms, "now_ms")?;
         let expected = sql_int(command.expected_version, "expected_version")?;
-        let connection = self.lock()?;
-        let before = read_task(&connection, &command.task_id)?;
-        let decision = contract::guard_transition(
-            &command.contract_request(),
-            before.as_ref(),
-            command.now_ms,
-        );
-        if decision != Decision::ApplyTransition {
-            return Ok(Answer::new(decision, before));
-        }
-        let before = before.expect("apply implies found");
-        super::check_questions_are_new(&before, command)?;
-        let sql = format!(
-            "UPDATE tasks SET status = ?1, version = version + 1, \
+        self.writer.write("write a transition", |writer| {
+            let connection = &writer.0;
+            let before = read_task(connection, &command.task_id)?;
+            let decision = contract::guard_transition(
+                &command.contract_request(),
+                before.as_ref(),
+                command.now_ms,
+            );
+            if decision != Decision::ApplyTransition {
+                return Ok(Answer::new(decision, before));
+            }
+            let before = before.expect("apply implies found");
+            super::check_questions_are_new(&before, command)?;
+            let sql = format!(
+                "UPDATE tasks SET status = ?1, version = version + 1, \
                  updated_at_ms = max(updated_at_ms, ?2), outcome = ?3, \
                  status_message = coalesce(?4, status_message), \
                  input_requests = CASE ?1 WHEN 'input_required' THEN ?8 \
                      WHEN 'working' THEN NULL ELSE input_requests END, \
                  irreversible_effect = coalesce(?9, irreversible_effect) \
              WHERE task_id = ?5 AND {predicate}",
-            predicate = cas_predicate(
-                command.next,
-                &CasParams {
-                    auth_key: "?6",
-                    version: Some("?7"),
-                    now_ms: "?2",
-                    point_of_no_return: command.irreversible_effect.is_some(),
-                },
-            ),
-        );
-        let changed = connection
-            .prepare_cached(&sql)
-            .and_then(|mut statement| {
-                statement.execute(params![
-                    command.next.as_str(),
-                    now,
-                    encode_outcome(&super::written_outcome(command)),
-                    super::written_message(command),
-                    command.task_id,
-                    command.caller,
-                    expected,
-                    encode_input(&command.input_requests),
-                    command.irreversible_effect,
-                ])
-            })
-            .map_err(backend("write a transition"))?;
-        match changed {
-            1 => Ok(Answer::new(
-                Decision::ApplyTransition,
-                Some(applied_transition(&before, command)),
-            )),
-            // Another writer got there between the read and the swap: classify what won.
-            0 => classify_refused_transition(command, read_task(&connection, &command.task_id)?),
-            changed => Err(StoreError::Inconsistent(format!(
-                "task {}: a transition changed {changed} rows",
-                command.task_id
-            ))),
-        }
+                predicate = cas_predicate(
+                    command.next,
+                    &CasParams {
+                        auth_key: "?6",
+                        version: Some("?7"),
+                        now_ms: "?2",
+                        point_of_no_return: command.irreversible_effect.is_some(),
+                    },
+                ),
+            );
+            let changed = connection
+                .prepare_cached(&sql)
+                .and_then(|mut statement| {
+                    statement.execute(params![
+                        command.next.as_str(),
+                        now,
+                        encode_outcome(&super::written_outcome(command)),
+                        super::written_message(command),
+                        command.task_id,
+                        command.caller,
+                        expected,
+                        encode_input(&command.input_requests),
+                        command.irreversible_effect,
+                    ])
+                })
+                .map_err(backend("write a transition"))?;
+            match changed {
+                1 => Ok(Answer::new(
+                    Decision::ApplyTransition,
+                    Some(applied_transition(&before, command)),
+                )),
+                // Another writer got there between the read and the swap: classify what won.
+                0 => classify_refused_transition(command, read_task(connection, &command.task_id)?),
+                changed => Err(StoreError::Inconsistent(format!(
+                    "task {}: a transition changed {changed} rows",
+                    command.task_id
+                ))),
+            }
+        })
     }
 
     fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        read_task(&*self.lock()?, task_id)
+        read_task(&*self.read_lock()?, task_id)
     }
 
     fn cancel(
@@ -393,42 +451,44 @@ impl TaskStore for SqliteStore {
             ),
         );
         let now = sql_int(now_ms, "now_ms")?;
-        let connection = self.lock()?;
-        for _ in 0..CANCEL_ATTEMPTS_MAX {
-            let before = read_task(&connection, task_id)?;
-            let decision = contract::guard_cancel(negotiated, caller, before.as_ref(), now_ms);
-            if decision != Decision::ApplyCancel {
-                return Ok(Answer::new(decision, before));
+        self.writer.write("cancel a task", |writer| {
+            let connection = &writer.0;
+            for _ in 0..CANCEL_ATTEMPTS_MAX {
+                let before = read_task(connection, task_id)?;
+                let decision = contract::guard_cancel(negotiated, caller, before.as_ref(), now_ms);
+                if decision != Decision::ApplyCancel {
+                    return Ok(Answer::new(decision, before));
+                }
+                let before = before.expect("apply implies found");
+                let version = sql_int(before.version, "version")?;
+                let changed = connection
+                    .prepare_cached(&sql)
+                    .and_then(|mut statement| {
+                        statement.execute(params![
+                            now,
+                            cancel_message(&before),
+                            task_id,
+                            caller,
+                            version,
+                        ])
+                    })
+                    .map_err(backend("cancel a task"))?;
+                if changed == 1 {
+                    return Ok(Answer::new(
+                        Decision::ApplyCancel,
+                        Some(cancelled_record(&before, now_ms)),
+                    ));
+                }
             }
-            let before = before.expect("apply implies found");
-            let version = sql_int(before.version, "version")?;
-            let changed = connection
-                .prepare_cached(&sql)
-                .and_then(|mut statement| {
-                    statement.execute(params![
-                        now,
-                        cancel_message(&before),
-                        task_id,
-                        caller,
-                        version,
-                    ])
-                })
-                .map_err(backend("cancel a task"))?;
-            if changed == 1 {
-                return Ok(Answer::new(
-                    Decision::ApplyCancel,
-                    Some(cancelled_record(&before, now_ms)),
-                ));
+            let current = read_task(connection, task_id)?;
+            match classify_refused_cancel(negotiated, caller, task_id, now_ms, current) {
+                Err(StoreError::Inconsistent(_)) => Err(StoreError::Backend {
+                    operation: "cancel a task",
+                    cause: format!("the task kept changing for {CANCEL_ATTEMPTS_MAX} attempts"),
+                }),
+                answer => answer,
             }
-        }
-        let current = read_task(&connection, task_id)?;
-        match classify_refused_cancel(negotiated, caller, task_id, now_ms, current) {
-            Err(StoreError::Inconsistent(_)) => Err(StoreError::Backend {
-                operation: "cancel a task",
-                cause: format!("the task kept changing for {CANCEL_ATTEMPTS_MAX} attempts"),
-            }),
-            answer => answer,
-        }
+        })
     }
 
     fn answer_input(&self, command: &InputCommand) -> Result<Answer, StoreError> {
@@ -441,36 +501,39 @@ impl TaskStore for SqliteStore {
                AND status = 'input_required' \
                AND (expires_at_ms IS NULL OR expires_at_ms > ?2)";
         let now = sql_int(command.now_ms, "now_ms")?;
-        let connection = self.lock()?;
-        for _ in 0..CANCEL_ATTEMPTS_MAX {
-            let before = read_task(&connection, &command.task_id)?;
-            let (decision, after) = input_decision(command, before.as_ref());
-            let Some(after) = after else {
-                return Ok(Answer::new(decision, before));
-            };
-            let version = sql_int(after.version - 1, "version")?;
-            let changed = connection
-                .prepare_cached(SQL)
-                .and_then(|mut statement| {
-                    statement.execute(params![
-                        after.status.as_str(),
-                        now,
-                        encode_input(&after.input_requests),
-                        encode_input(&after.input_responses),
-                        command.task_id,
-                        command.caller,
-                        version,
-                    ])
+        self.writer
+            .write("answer a task's input requests", |writer| {
+                let connection = &writer.0;
+                for _ in 0..CANCEL_ATTEMPTS_MAX {
+                    let before = read_task(connection, &command.task_id)?;
+                    let (decision, after) = input_decision(command, before.as_ref());
+                    let Some(after) = after else {
+                        return Ok(Answer::new(decision, before));
+                    };
+                    let version = sql_int(after.version - 1, "version")?;
+                    let changed = connection
+                        .prepare_cached(SQL)
+                        .and_then(|mut statement| {
+                            statement.execute(params![
+                                after.status.as_str(),
+                                now,
+                                encode_input(&after.input_requests),
+                                encode_input(&after.input_responses),
+                                command.task_id,
+                                command.caller,
+                                version,
+                            ])
+                        })
+                        .map_err(backend("answer a task's input requests"))?;
+                    if changed == 1 {
+                        return Ok(Answer::new(decision, Some(after)));
+                    }
+                }
+                Err(StoreError::Backend {
+                    operation: "answer a task's input requests",
+                    cause: format!("the task kept changing for {CANCEL_ATTEMPTS_MAX} attempts"),
                 })
-                .map_err(backend("answer a task's input requests"))?;
-            if changed == 1 {
-                return Ok(Answer::new(decision, Some(after)));
-            }
-        }
-        Err(StoreError::Backend {
-            operation: "answer a task's input requests",
-            cause: format!("the task kept changing for {CANCEL_ATTEMPTS_MAX} attempts"),
-        })
+            })
     }
 
     fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
@@ -492,7 +555,7 @@ impl TaskStore for SqliteStore {
             owner = owner_clause("?1"),
         );
         let tasks = query_tasks(
-            &*self.lock()?,
+            &*self.read_lock()?,
             &sql,
             params![
                 query.caller,
@@ -517,10 +580,8 @@ impl TaskStore for SqliteStore {
         let now = sql_int(now_ms, "now_ms")?;
         let lease_expires_at_ms = now_ms.saturating_add(lease_ms);
         let lease = sql_int(lease_expires_at_ms, "lease expiry (now_ms + lease_ms)")?;
-        let mut connection = self.lock()?;
-        let transaction = connection
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(&failed)?;
+        self.writer.write("claim outbox entries", |writer| {
+        let transaction = &writer.0;
         let mut claimed: Vec<(u64, OutboxClaim)> = Vec::new();
         {
             let mut statement = transaction
@@ -553,21 +614,22 @@ impl TaskStore for SqliteStore {
         let mut claims = Vec::with_capacity(claimed.len());
         for (_, mut claim) in claimed {
             // The outbox row cascades with its task, so the task is there.
-            let task = read_task(&transaction, &claim.task_id)?.ok_or_else(|| {
+            let task = read_task(transaction, &claim.task_id)?.ok_or_else(|| {
                 StoreError::Inconsistent(format!("outbox entry {} has no task", claim.task_id))
             })?;
             claim.task_version = task.version;
             claim.task_status = super::claim_status(task.status);
             claims.push(claim);
         }
-        transaction.commit().map_err(&failed)?;
         Ok(claims)
+        })
     }
 
     fn ack(&self, task_id: &str, attempt: u32, now_ms: u64) -> Result<bool, StoreError> {
         let now = sql_int(now_ms, "now_ms")?;
-        let changed = self
-            .lock()?
+        let changed = self.writer.write("ack an outbox entry", |writer| {
+            writer
+            .0
             .prepare_cached(
                 "UPDATE outbox SET acked_at_ms = ?1, lease_owner = NULL, lease_expires_at_ms = NULL \
                  WHERE task_id = ?2 AND attempt = ?3 AND acked_at_ms IS NULL",
@@ -575,31 +637,37 @@ impl TaskStore for SqliteStore {
             .and_then(|mut statement| {
                 statement.execute(params![now, task_id, attempt])
             })
-            .map_err(backend("ack an outbox entry"))?;
+            .map_err(backend("ack an outbox entry"))
+        })?;
         Ok(changed == 1)
     }
 
     fn release_expired_leases(&self, now_ms: u64) -> Result<usize, StoreError> {
-        self.lock()?
-            .execute(
-                "UPDATE outbox SET lease_owner = NULL, lease_expires_at_ms = NULL \
-                 WHERE acked_at_ms IS NULL AND lease_expires_at_ms <= ?1",
-                [sql_int(now_ms, "now_ms")?],
-            )
-            .map_err(backend("release expired leases"))
+        let now = sql_int(now_ms, "now_ms")?;
+        self.writer.write("release expired leases", |writer| {
+            writer
+                .0
+                .execute(
+                    "UPDATE outbox SET lease_owner = NULL, lease_expires_at_ms = NULL \
+                     WHERE acked_at_ms IS NULL AND lease_expires_at_ms <= ?1",
+                    [now],
+                )
+                .map_err(backend("release expired leases"))
+        })
     }
 
     fn sweep_expired(&self, now_ms: u64, max: usize) -> Result<usize, StoreError> {
-        self.lock()?
-            .execute(
-                "DELETE FROM tasks WHERE task_id IN (SELECT task_id FROM tasks \
-                     WHERE expires_at_ms <= ?1 ORDER BY expires_at_ms, task_id LIMIT ?2)",
-                params![
-                    sql_int(now_ms, "now_ms")?,
-                    sql_limit(super::sweep_bound(max))
-                ],
-            )
-            .map_err(backend("sweep expired tasks"))
+        let now = sql_int(now_ms, "now_ms")?;
+        self.writer.write("sweep expired tasks", |writer| {
+            writer
+                .0
+                .execute(
+                    "DELETE FROM tasks WHERE task_id IN (SELECT task_id FROM tasks \
+                         WHERE expires_at_ms <= ?1 ORDER BY expires_at_ms, task_id LIMIT ?2)",
+                    params![now, sql_limit(super::sweep_bound(max))],
+                )
+                .map_err(backend("sweep expired tasks"))
+        })
     }
 
     fn import(&self, records: &[TaskRecord]) -> Result<(), StoreError> {
@@ -607,15 +675,12 @@ impl TaskStore for SqliteStore {
             .iter()
             .map(TaskParams::of)
             .collect::<Result<Vec<_>, _>>()?;
-        let failed = backend("import tasks");
-        let mut connection = self.lock()?;
-        let transaction = connection
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(&failed)?;
-        for task in &tasks {
-            // An error drops the transaction, which rolls everything back.
-            insert_task(&transaction, task)?;
-        }
-        transaction.commit().map_err(&failed)
+        self.writer.write("import tasks", |writer| {
+            for task in &tasks {
+                // An error rolls the write back to its savepoint: all or nothing.
+                insert_task(&writer.0, task)?;
+            }
+            Ok(())
+        })
     }
 }
