@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for SECONDS each (default 20) on the stable toolchain
+# (cargo-fuzz, libFuzzer, `--sanitizer none`), starting from the committed seed corpus
+# (fuzz/corpus/TARGET, never written to: new inputs go to a scratch copy), and prints each
+# target's total execs and execs/s. Exit 1 if any target finds a crash: its input is in
+# fuzz/artifacts/TARGET/; fix it, then commit the input to fuzz/corpus/TARGET/ so every
+# later run replays it first (the regression test).
+#
+#   fuzz/run.sh [SECONDS] [TARGET…]      CI: 15 s each; nightly: 600 s each
+set -euo pipefail
+cd "$(dirname "$0")"
+seconds=${1:-20}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(store_url jsonrpc_framing jsonrpc_handler fixture_loader tokens_loader)
+
+# The pinned cargo-fuzz (0.13.2 measured to work on stable with --sanitizer none).
+if ! cargo fuzz --version 2>/dev/null | grep -q '0.13.2'; then
+  cargo install cargo-fuzz --version 0.13.2 --locked --quiet
+fi
+# RUSTFLAGS from the caller would be replaced anyway; cargo-fuzz sets its own.
+unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS
+cargo fuzz build --sanitizer none
+
+scratch=$(mktemp -d /tmp/tasklatch-fuzz-XXXXXX)
+trap 'rm -rf "$scratch"' EXIT
+failed=0
+printf '%-18s %12s %10s %8s\n' target execs execs/s new
+for target in "${targets[@]}"; do
+  mkdir -p "$scratch/$target"
+  log="$scratch/$target.log"
+  if ! cargo fuzz run --sanitizer none "$target" "$scratch/$target" "corpus/$target" -- \
+      -max_total_time="$seconds" -print_final_stats=1 >"$log" 2>&1; then
+    failed=1
+    echo "$target: CRASH (input in fuzz/artifacts/$target/)"
+    grep -E 'panicked|ERROR|Test unit written' "$log" | head -5
+    continue
+  fi
+  stat() { grep -E "stat::$1:" "$log" | awk '{print $2}'; }
+  printf '%-18s %12s %10s %8s\n' "$target" "$(stat number_of_executed_units)" \
+    "$(stat average_exec_per_sec)" "$(stat new_units_added)"
+done
+exit $failed
