@@ -247,13 +247,13 @@ async fn run_one(
     };
     let total_ms = (config.warmup_ms + config.duration_ms) as f64;
     let counted_share = config.duration_ms as f64 / total_ms;
-    let before = tree_cpu(&target.pids);
+    let before = tree_cpu_s(&target.pids);
     let started = std::time::Instant::now();
     let report = run(config)
         .await
         .map_err(|error| format!("{} ({}): {error}", target.name, workload.as_str()))?;
     let elapsed_s = started.elapsed().as_secs_f64();
-    let server_s = match (before, tree_cpu(&target.pids)) {
+    let server_s = match (before, tree_cpu_s(&target.pids)) {
         (Some(before), Some(after)) => Some((after - before).max(0.0)),
         _ => None,
     };
@@ -287,13 +287,6 @@ async fn settle(targets: &[Target], settle_ms_max: u64) {
             _ => return,
         }
     }
-}
-
-fn tree_cpu(pids: &[u32]) -> Option<f64> {
-    if pids.is_empty() {
-        return None;
-    }
-    tree_cpu_s(pids)
 }
 
 /// The median of what `figure` gives for each run (`None` if no run gives it).

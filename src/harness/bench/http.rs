@@ -346,20 +346,26 @@ fn stat_fields(pid: u32) -> Option<Vec<String>> {
     Some(after.split_whitespace().map(str::to_owned).collect())
 }
 
-/// A process's CPU time so far (user + system), in seconds (Linux `/proc/PID/stat`, 100
-/// ticks a second as the kernel reports them to user space).
-pub fn cpu_s(pid: u32) -> Option<f64> {
+/// A process's CPU time so far (user + system), in seconds, and its parent (Linux
+/// `/proc/PID/stat`, 100 ticks a second as the kernel reports them to user space).
+fn cpu_and_parent(pid: u32) -> Option<(f64, u32)> {
     let fields = stat_fields(pid)?;
     let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(ticks as f64 / 100.0)
+    Some((ticks as f64 / 100.0, fields.get(1)?.parse().ok()?))
 }
 
-/// The CPU time so far of `roots` and every live process descending from them, in seconds:
-/// a server's own and its database's (a PostgreSQL postmaster's backends), say. A
-/// descendant that exited is not counted (its time went to a parent's `cutime`, which is
-/// not read: the parent may not have waited for it yet).
+/// A process's CPU time so far (user + system), in seconds.
+pub fn cpu_s(pid: u32) -> Option<f64> {
+    cpu_and_parent(pid).map(|(cpu_s, _)| cpu_s)
+}
+
+/// The CPU time so far of `roots` and every live process descending from them, in seconds
+/// (`None` if no root is alive): a server's own and its database's (a PostgreSQL
+/// postmaster's backends), say. A descendant that exited is not counted (its time went to
+/// a parent's `cutime`, which is not read: the parent may not have waited for it yet).
 pub fn tree_cpu_s(roots: &[u32]) -> Option<f64> {
-    let mut parent_of = BTreeMap::new();
+    // One read of each process's stat: its CPU and its parent.
+    let mut processes = BTreeMap::new();
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let Some(pid) = entry
             .file_name()
@@ -368,31 +374,25 @@ pub fn tree_cpu_s(roots: &[u32]) -> Option<f64> {
         else {
             continue;
         };
-        if let Some(parent) = stat_fields(pid)
-            .and_then(|fields| fields.get(1).and_then(|ppid| ppid.parse::<u32>().ok()))
-        {
-            parent_of.insert(pid, parent);
+        if let Some(process) = cpu_and_parent(pid) {
+            processes.insert(pid, process);
         }
     }
     let mut total_s = 0.0;
     let mut seen_root = false;
-    for &pid in parent_of.keys() {
+    for (&pid, &(cpu_s, _)) in &processes {
         // Walk up at most 64 generations (a process tree deeper than that is not a server).
         let mut at = pid;
-        let mut counted = false;
         for _ in 0..64 {
             if roots.contains(&at) {
-                counted = true;
+                seen_root |= roots.contains(&pid);
+                total_s += cpu_s;
                 break;
             }
-            match parent_of.get(&at) {
-                Some(&parent) if parent != 0 && parent != at => at = parent,
+            match processes.get(&at) {
+                Some(&(_, parent)) if parent != 0 && parent != at => at = parent,
                 _ => break,
             }
-        }
-        if counted {
-            seen_root |= roots.contains(&pid);
-            total_s += cpu_s(pid).unwrap_or(0.0);
         }
     }
     seen_root.then_some(total_s)
