@@ -12,20 +12,24 @@ cd "$(dirname "$0")"
 seconds=${1:-20}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(store_url jsonrpc_framing jsonrpc_handler fixture_loader tokens_loader)
+[ ${#targets[@]} -gt 0 ] || targets=(store_url jsonrpc_framing jsonrpc_handler http_request fixture_loader tokens_loader
+                                     scenario_loader failure_record_loader)
 
 # The pinned cargo-fuzz (0.13.2 measured to work on stable with --sanitizer none).
 if ! cargo fuzz --version 2>/dev/null | grep -q '0.13.2'; then
   cargo install cargo-fuzz --version 0.13.2 --locked --quiet
 fi
-# RUSTFLAGS from the caller would be replaced anyway; cargo-fuzz sets its own.
-unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS
+# cargo-fuzz sets its own RUSTFLAGS and appends these: the `sim` feature the scenario and
+# failure-record targets use needs `--cfg madsim` (the committed .cargo/config.toml's
+# rustflags do not apply once RUSTFLAGS is set).
+unset CARGO_ENCODED_RUSTFLAGS
+export RUSTFLAGS="--cfg madsim"
 cargo fuzz build --sanitizer none
 
 scratch=$(mktemp -d /tmp/tasklatch-fuzz-XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
 failed=0
-printf '%-18s %12s %10s %8s\n' target execs execs/s new
+printf '%-22s %12s %10s %8s\n' target execs execs/s new
 for target in "${targets[@]}"; do
   mkdir -p "$scratch/$target"
   log="$scratch/$target.log"
@@ -37,7 +41,7 @@ for target in "${targets[@]}"; do
     continue
   fi
   stat() { grep -E "stat::$1:" "$log" | awk '{print $2}'; }
-  printf '%-18s %12s %10s %8s\n' "$target" "$(stat number_of_executed_units)" \
+  printf '%-22s %12s %10s %8s\n' "$target" "$(stat number_of_executed_units)" \
     "$(stat average_exec_per_sec)" "$(stat new_units_added)"
 done
 exit $failed

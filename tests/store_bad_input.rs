@@ -138,7 +138,7 @@ fn a_newer_schema_is_refused_and_left_untouched() {
         error,
         StoreError::SchemaTooNew {
             found: 99,
-            supported: 3
+            supported: 4
         }
     );
     assert!(error.to_string().contains("nothing was changed"), "{error}");

@@ -1,4 +1,4 @@
-//! Group commit in the SQLite store: concurrent writes share commits, each write stays
+//! Group commit: in the SQLite store concurrent writes share commits, each write stays
 //! atomic on its own, and nothing answered is lost to a crash.
 //!
 //! - 32 threads admitting at once take fewer commits than admissions, and every admission
@@ -9,7 +9,9 @@
 //!   moments, again and again: every admission it reported is in the store, and no task is
 //!   without its outbox entry nor an entry without its task. The child is this test binary
 //!   re-executed (`group_commit_child`, ignored otherwise) with `TASKLATCH_GROUP_DB` naming
-//!   the file; `TASKLATCH_GROUP_KILLS=N` changes the number of kills (default 12).
+//!   the file; `TASKLATCH_GROUP_KILLS=N` changes the number of kills (default 12);
+//! - on PostgreSQL (which groups commits that arrive together by itself), 16 threads
+//!   admitting at once run on several of the store's pooled connections, and lose nothing.
 
 mod support;
 
@@ -244,4 +246,71 @@ fn nothing_answered_is_lost_to_a_kill_mid_group() {
         answered.len() > 100,
         "the children admitted too little to test anything"
     );
+}
+
+/// PostgreSQL groups commits itself once they arrive together: the store lends each
+/// concurrent operation a connection of its own (up to `CONNECTIONS_MAX`), opened on
+/// demand. 16 threads admitting at once open more than one; every admission is there
+/// with its outbox entry; one thread at a time then opens no more.
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_concurrent_admissions_run_on_several_connections() {
+    use tasklatch::store::{PG_CONNECTIONS_MAX as CONNECTIONS_MAX, PostgresStore};
+    let Some(pg) = support::Postgres::start("group_pool") else {
+        return;
+    };
+    let schema = pg.schema();
+    let store = Arc::new(
+        PostgresStore::open(&pg.url, Some(&schema), &StoreOptions::default()).expect("open"),
+    );
+    assert_eq!(
+        store.connections_opened(),
+        1,
+        "the one the store migrated on"
+    );
+    let start = Arc::new(std::sync::Barrier::new(16));
+    let threads: Vec<_> = (0..16)
+        .map(|thread| {
+            let (store, start) = (store.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                for n in 0..20 {
+                    let answer = store
+                        .create(&admission(&format!("p{thread}-{n}")))
+                        .expect("admitted");
+                    assert_eq!(answer.decision, Decision::AcceptTask);
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().expect("no panic");
+    }
+    let opened = store.connections_opened();
+    println!("16 threads x 20 admissions on PostgreSQL: {opened} connections");
+    assert!(
+        (2..=CONNECTIONS_MAX).contains(&opened),
+        "16 concurrent admitters must spread over 2..={CONNECTIONS_MAX} connections, opened {opened}"
+    );
+    let mut client = postgres::Client::connect(&pg.url, postgres::NoTls).expect("connect");
+    let count = |client: &mut postgres::Client, sql: &str| -> i64 {
+        client
+            .query_one(&sql.replace("$S", &schema), &[])
+            .expect(sql)
+            .get(0)
+    };
+    assert_eq!(count(&mut client, "SELECT count(*) FROM $S.tasks"), 320);
+    assert_eq!(
+        count(
+            &mut client,
+            "SELECT count(*) FROM $S.tasks t JOIN $S.outbox o USING (task_id)"
+        ),
+        320
+    );
+    for n in 0..20 {
+        store
+            .create(&admission(&format!("serial-{n}")))
+            .expect("admitted");
+    }
+    assert_eq!(store.connections_opened(), opened, "one thread reuses one");
 }

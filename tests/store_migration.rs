@@ -1,7 +1,9 @@
 //! A database written by schema version 1 (before protocol eras) opens under this build:
 //! the migrations add the era and input columns (version 2) and the point of no return
-//! (version 3), its tasks read back as 2025-11-25 tasks with every other field intact, and
-//! they take the new writes (input asked and answered, a point of no return declared).
+//! (version 3) and index the outbox's free and leased entries apart (version 4); its tasks
+//! read back as 2025-11-25 tasks with every other field intact, its outbox entries are
+//! claimed in order, and they take the new writes (input asked and answered, a point of no
+//! return declared).
 
 mod support;
 
@@ -69,13 +71,36 @@ fn a_version_1_database_migrates_and_its_tasks_read_as_2025_11_25() {
                      status_message, correlation_id)
                  VALUES ('old-1', 'tenant-a/alice', 'tools/call', 'export',
                      'sha256:0000000000000000000000000000000000000000000000000000000000000000',
-                     'k1', 'working', 1, 1000, 1000, NULL, NULL, 500, 0, NULL, NULL, 'c1');",
+                     'k1', 'working', 1, 1000, 1000, NULL, NULL, 500, 0, NULL, NULL, 'c1');
+                 INSERT INTO tasks (task_id, auth_key, method, tool_name, request_digest,
+                     idempotency_key, status, version, created_at_ms, updated_at_ms,
+                     expires_at_ms, ttl_ms, poll_interval_ms, cancel_requested, outcome,
+                     status_message, correlation_id)
+                 VALUES ('old-2', 'tenant-a/alice', 'tools/call', 'export',
+                     'sha256:0000000000000000000000000000000000000000000000000000000000000000',
+                     NULL, 'working', 1, 1500, 1500, NULL, NULL, 500, 0, NULL, NULL, 'c2'),
+                        ('old-3', 'tenant-a/alice', 'tools/call', 'export',
+                     'sha256:0000000000000000000000000000000000000000000000000000000000000000',
+                     NULL, 'working', 1, 1100, 1100, NULL, NULL, 500, 0, NULL, NULL, 'c3');
+                 INSERT INTO outbox (task_id, auth_key, request, enqueued_at_ms, attempt,
+                     lease_owner, lease_expires_at_ms, acked_at_ms)
+                 VALUES ('old-2', 'tenant-a/alice', '{\"method\":\"tools/call\",\"name\":\"export\"}', 1500, 0, NULL, NULL, NULL),
+                        ('old-3', 'tenant-a/alice', '{\"method\":\"tools/call\",\"name\":\"export\"}', 1100, 1, 'w-old', 1800, NULL);",
             )
             .unwrap();
     }
     let mut options = SqliteOptions::new(&path);
     options.synchronous = Synchronous::Normal;
     let store = SqliteStore::open(&options, &StoreOptions::default()).expect("migrates");
+    // Version 4 re-indexes the outbox: an entry leased before the upgrade is claimed again
+    // once its lease ends, before a younger unleased one.
+    let claims: Vec<(String, u32)> = store
+        .claim("w-new", 2_000, 1_000, 10)
+        .unwrap()
+        .into_iter()
+        .map(|claim| (claim.task_id, claim.attempt))
+        .collect();
+    assert_eq!(claims, [("old-3".to_owned(), 2), ("old-2".to_owned(), 1)]);
     let old = store.read("old-1").unwrap().expect("kept");
     assert_eq!(old.era, Era::Core2025);
     assert_eq!(
@@ -155,13 +180,21 @@ fn a_version_1_database_migrates_and_its_tasks_read_as_2025_11_25() {
         Some("POST https://hooks.example/")
     );
     drop(store);
-    let version: String = Connection::open(&path)
+    let connection = Connection::open(&path).unwrap();
+    let outbox_indexes: Vec<String> = connection
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'outbox' AND sql IS NOT NULL ORDER BY name")
         .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(outbox_indexes, ["outbox_leased", "outbox_unleased"]);
+    let version: String = connection
         .query_row(
             "SELECT value FROM tasklatch_meta WHERE key = 'schema_version'",
             [],
             |row| row.get(0),
         )
         .unwrap();
-    assert_eq!(version, "3");
+    assert_eq!(version, "4");
 }

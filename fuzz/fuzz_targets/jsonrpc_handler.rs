@@ -5,12 +5,13 @@
 //! parsing and dispatch.
 #![no_main]
 
+#[path = "common.rs"]
+mod common;
+
 use libfuzzer_sys::fuzz_target;
 use std::sync::{Arc, OnceLock};
 use tasklatch::contract::Negotiated;
-use tasklatch::mcp::{Assembly, Server, ServerConfig, Session};
-use tasklatch::runtime::{RuntimeConfig, TokioEnv};
-use tasklatch::store::{MemoryStore, StoreOptions};
+use tasklatch::mcp::{Server, Session};
 
 struct World {
     tokio: tokio::runtime::Runtime,
@@ -19,24 +20,9 @@ struct World {
 
 fn world() -> &'static World {
     static WORLD: OnceLock<World> = OnceLock::new();
-    WORLD.get_or_init(|| {
-        let store = Arc::new(MemoryStore::open(&StoreOptions::default()).expect("memory store"));
-        let exports = std::env::temp_dir().join(format!("tasklatch-fuzz-{}", std::process::id()));
-        let Assembly { server, .. } = Assembly::new(
-            store,
-            exports,
-            Arc::new(TokioEnv),
-            ServerConfig {
-                conformance_tools: true,
-                ..ServerConfig::default()
-            },
-            RuntimeConfig::default(),
-        );
-        let tokio = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("tokio");
-        World { tokio, server }
+    WORLD.get_or_init(|| World {
+        tokio: common::tokio(),
+        server: common::server("handler"),
     })
 }
 

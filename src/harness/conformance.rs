@@ -139,6 +139,10 @@ pub const CHECKS: &[Check] = &[
         run: claim_and_sweep_bounds,
     },
     Check {
+        name: "claims_merge_free_and_expired_in_order",
+        run: claims_merge_free_and_expired_in_order,
+    },
+    Check {
         name: "idempotency_key_lifetime",
         run: idempotency_key_lifetime,
     },
@@ -151,6 +155,62 @@ pub const CHECKS: &[Check] = &[
         run: point_of_no_return,
     },
 ];
+
+/// A claim takes the oldest entries by enqueue time among the unleased and the expired
+/// alike, whichever way a store finds each: here the three oldest claimable are two that
+/// were released (unleased again) and one whose lease ran out, interleaved.
+fn claims_merge_free_and_expired_in_order(factory: &dyn StoreFactory) -> Result<String, String> {
+    let store = fresh(factory)?;
+    for (n, id) in ["m0", "m1", "m2", "m3", "m4", "m5"].iter().enumerate() {
+        create_ok(
+            &*store,
+            &command(ALICE, id, None, "2026-06", 1_000 + n as u64),
+            Decision::AcceptTask,
+        )?;
+    }
+    let claimed = |now_ms: u64, lease_ms: u64, max: usize| -> Result<Vec<(String, u32)>, String> {
+        Ok(store
+            .claim("w", now_ms, lease_ms, max)
+            .map_err(store_err("claim"))?
+            .into_iter()
+            .map(|claim| (claim.task_id, claim.attempt))
+            .collect())
+    };
+    let owned = |pairs: &[(&str, u32)]| -> Vec<(String, u32)> {
+        pairs.iter().map(|(id, n)| ((*id).to_owned(), *n)).collect()
+    };
+    // m0 and m2 leased until 2,100, m1 and m3 until 2,500; m4 and m5 never claimed.
+    for (id, lease_ms) in [("m0", 100), ("m1", 500), ("m2", 100), ("m3", 500)] {
+        same(
+            &format!("claim max 1 at 2000 (lease {lease_ms} ms)"),
+            claimed(2_000, lease_ms, 1)?,
+            owned(&[(id, 1)]),
+        )?;
+    }
+    same(
+        "release_expired_leases(2100): m0 and m2 unleased again",
+        store
+            .release_expired_leases(2_100)
+            .map_err(store_err("release"))?,
+        2,
+    )?;
+    same(
+        "claim max 3 at 2500: released m0, expired m1, released m2 (enqueue order)",
+        claimed(2_500, 1_000, 3)?,
+        owned(&[("m0", 2), ("m1", 2), ("m2", 2)]),
+    )?;
+    same(
+        "claim max 10 at 2500: expired m3, then the never-claimed m4, m5",
+        claimed(2_500, 1_000, 10)?,
+        owned(&[("m3", 2), ("m4", 1), ("m5", 1)]),
+    )?;
+    same(
+        "claim at 3499: every lease runs",
+        claimed(3_499, 1_000, 10)?,
+        vec![],
+    )?;
+    Ok("released, expired and never-claimed entries claimed oldest first".into())
+}
 
 /// Runs every check against stores from `factory`.
 pub fn run_all(factory: &dyn StoreFactory) -> Vec<CheckOutcome> {

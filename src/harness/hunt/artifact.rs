@@ -118,7 +118,12 @@ impl FailureRecord {
     pub fn load(path: &Path) -> Result<FailureRecord, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
-        let record: FailureRecord = crate::load::from_json_at(path, &text)?;
+        FailureRecord::parse(path, &text)
+    }
+
+    /// Parses and checks record `text`; `path` only names the file in errors.
+    pub fn parse(path: &Path, text: &str) -> Result<FailureRecord, String> {
+        let record: FailureRecord = crate::load::from_json_at(path, text)?;
         if record.schema != FAILURE_SCHEMA {
             return Err(format!(
                 "{}: schema: expected {FAILURE_SCHEMA:?}, got {:?}",

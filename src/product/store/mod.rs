@@ -38,7 +38,7 @@ pub use factory::PostgresFactory;
 pub use factory::{MemoryFactory, SqliteFactory, StoreFactory, factory_for};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
-pub use postgres::PostgresStore;
+pub use postgres::{CONNECTIONS_MAX as PG_CONNECTIONS_MAX, PostgresStore};
 pub use sqlite::{SqliteStore, Synchronous};
 pub use url::{SqliteOptions, StoreUrl};
 

@@ -20,23 +20,156 @@ use super::{
 };
 use crate::contract::{self, Decision, Negotiated, TaskRecord, TaskStatus};
 use crate::mutants::{Mutant, on};
-use crate::sync::{Mutex, MutexGuard};
+use crate::sync::Mutex;
 use postgres::types::ToSql;
 use postgres::{Client, GenericClient, NoTls, Row, Statement, Transaction};
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-/// The PostgreSQL adapter: one connection behind a lock, every operation one round trip,
-/// tables in the schema it was opened with.
+/// The PostgreSQL adapter: a pool of up to [`CONNECTIONS_MAX`] connections, every
+/// operation one round trip where it can be, tables in the schema it was opened with.
+///
+/// Concurrent operations run on connections of their own, so their commits reach the
+/// server together and share its WAL flushes (PostgreSQL's own group commit): one
+/// connection behind a lock made every admission wait for the one before it to be
+/// flushed. Two operations of one process race as two replicas' do, which the store
+/// is written for (compare-and-swap, `SKIP LOCKED`, conflict re-reads).
 pub struct PostgresStore {
-    connection: Mutex<Connection>,
+    pool: Pool,
     cursor_secret: Vec<u8>,
     /// Where the change feed connects (the URL it was opened with).
     url: String,
     /// The `NOTIFY` channel of this store's schema: `tasklatch_<schema>`.
     channel: String,
-    /// The backend process of `connection`: its own notifications are not news.
-    backend_pid: i32,
+}
+
+/// Connections one store opens at most: enough concurrent commits to fill a WAL flush on
+/// a small server, few enough that several replicas fit PostgreSQL's default 100.
+pub const CONNECTIONS_MAX: usize = 8;
+/// How long an operation waits for a connection when all are busy before it fails.
+const CONNECTION_WAIT_MS_MAX: u64 = 30_000;
+
+/// The store's connections, opened on demand (one while the store is used by one thread
+/// at a time). A connection found closed is dropped, not reused.
+struct Pool {
+    idle: Mutex<PoolState>,
+    returned: std::sync::Condvar,
+    url: String,
+    /// `SET search_path …` for the store's schema, run on every new connection.
+    setup: Option<String>,
+    /// The backends of this store's connections: notifications they sent are not news to
+    /// this process, which woke its own waits already.
+    own_pids: std::sync::Arc<Mutex<std::collections::BTreeSet<i32>>>,
+}
+
+struct PoolState {
+    idle: Vec<Connection>,
+    /// Idle and lent out together.
+    opened: usize,
+}
+
+/// A connection lent by the pool; back to it when dropped.
+struct Pooled<'a> {
+    pool: &'a Pool,
+    connection: Option<Connection>,
+}
+
+impl std::ops::Deref for Pooled<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.connection.as_ref().expect("present until dropped")
+    }
+}
+
+impl std::ops::DerefMut for Pooled<'_> {
+    fn deref_mut(&mut self) -> &mut Connection {
+        self.connection.as_mut().expect("present until dropped")
+    }
+}
+
+impl Drop for Pooled<'_> {
+    fn drop(&mut self) {
+        let Some(connection) = self.connection.take() else {
+            return;
+        };
+        let Ok(mut state) = self.pool.idle.lock() else {
+            return;
+        };
+        if connection.client.is_closed() {
+            state.opened -= 1;
+        } else {
+            state.idle.push(connection);
+        }
+        drop(state);
+        self.pool.returned.notify_one();
+    }
+}
+
+impl Pool {
+    fn take(&self) -> Result<Pooled<'_>, StoreError> {
+        fn poisoned<T>(_: T) -> StoreError {
+            StoreError::Backend {
+                operation: "take a PostgreSQL connection",
+                cause: "a thread panicked while holding the pool".into(),
+            }
+        }
+        let deadline =
+            std::time::Instant::now() + std::time::Duration::from_millis(CONNECTION_WAIT_MS_MAX);
+        let mut state = self.idle.lock().map_err(poisoned)?;
+        loop {
+            if let Some(connection) = state.idle.pop() {
+                return Ok(Pooled {
+                    pool: self,
+                    connection: Some(connection),
+                });
+            }
+            if state.opened < CONNECTIONS_MAX {
+                state.opened += 1;
+                drop(state);
+                // Connect outside the lock: the others keep lending meanwhile.
+                return match self.connect() {
+                    Ok(connection) => Ok(Pooled {
+                        pool: self,
+                        connection: Some(connection),
+                    }),
+                    Err(error) => {
+                        self.idle.lock().map_err(poisoned)?.opened -= 1;
+                        self.returned.notify_one();
+                        Err(error)
+                    }
+                };
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(StoreError::Backend {
+                    operation: "take a PostgreSQL connection",
+                    cause: format!(
+                        "all {CONNECTIONS_MAX} connections stayed busy for {CONNECTION_WAIT_MS_MAX} ms"
+                    ),
+                });
+            }
+            state = self.returned.wait_timeout(state, left).map_err(poisoned)?.0;
+        }
+    }
+
+    fn connect(&self) -> Result<Connection, StoreError> {
+        let failed = backend("open a PostgreSQL connection");
+        let mut client = Client::connect(&self.url, NoTls).map_err(&failed)?;
+        if let Some(setup) = &self.setup {
+            client.batch_execute(setup).map_err(&failed)?;
+        }
+        let pid: i32 = client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .map_err(&failed)?
+            .get(0);
+        if let Ok(mut pids) = self.own_pids.lock() {
+            pids.insert(pid);
+        }
+        Ok(Connection {
+            client,
+            statements: HashMap::new(),
+        })
+    }
 }
 
 /// One connection and its prepared statements: each SQL text is parsed once per
@@ -161,6 +294,7 @@ impl PostgresStore {
             )
             .map_err(|error| open_error(cause(&error)))?;
         let schema_name: String = identity.get(0);
+        let first_pid: i32 = identity.get(1);
         // A channel is an identifier: keep it to characters that need no quoting.
         let channel: String = format!("tasklatch_{schema_name}")
             .chars()
@@ -174,22 +308,32 @@ impl PostgresStore {
             .take(63)
             .collect();
         Ok(PostgresStore {
-            connection: Mutex::new(Connection {
-                client,
-                statements: HashMap::new(),
-            }),
+            pool: Pool {
+                idle: Mutex::new(PoolState {
+                    idle: vec![Connection {
+                        client,
+                        statements: HashMap::new(),
+                    }],
+                    opened: 1,
+                }),
+                returned: std::sync::Condvar::new(),
+                url: url.to_owned(),
+                setup: schema.map(|schema| format!("SET search_path TO {schema}")),
+                own_pids: std::sync::Arc::new(Mutex::new([first_pid].into())),
+            },
             cursor_secret: options.cursor_secret.clone().unwrap_or(persisted_secret),
             url: url.to_owned(),
             channel,
-            backend_pid: identity.get(1),
         })
     }
 
-    fn lock(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
-        self.connection.lock().map_err(|_| StoreError::Backend {
-            operation: "lock the PostgreSQL connection",
-            cause: "a thread panicked while holding it".into(),
-        })
+    fn lock(&self) -> Result<Pooled<'_>, StoreError> {
+        self.pool.take()
+    }
+
+    /// How many connections the pool has opened (idle and lent out).
+    pub fn connections_opened(&self) -> usize {
+        self.pool.idle.lock().map_or(0, |state| state.opened)
     }
 }
 
@@ -630,14 +774,24 @@ impl TaskStore for PostgresStore {
         let batch = sql_limit(max.min(CLAIM_BATCH_MAX));
         let mut connection = self.lock()?;
         let statement = connection.prepared(
-            "WITH c AS ( \
+            // The oldest `$4` of the unleased and the expired entries, each read from
+            // its own partial index (schema v4), merged in enqueue order; rows another
+            // claimer holds are skipped.
+            "WITH unleased AS ( \
+                     SELECT task_id, enqueued_at_ms FROM outbox \
+                     WHERE acked_at_ms IS NULL AND lease_expires_at_ms IS NULL \
+                     ORDER BY enqueued_at_ms, task_id LIMIT $4 FOR UPDATE SKIP LOCKED), \
+                 expired AS ( \
+                     SELECT task_id, enqueued_at_ms FROM outbox \
+                     WHERE acked_at_ms IS NULL AND lease_expires_at_ms <= $3 \
+                     ORDER BY enqueued_at_ms, task_id LIMIT $4 FOR UPDATE SKIP LOCKED), \
+                 ready AS ( \
+                     SELECT task_id FROM (SELECT * FROM unleased UNION ALL SELECT * FROM expired) r \
+                     ORDER BY enqueued_at_ms, task_id LIMIT $4), \
+                 c AS ( \
                      UPDATE outbox o SET attempt = o.attempt + 1, lease_owner = $1, \
                          lease_expires_at_ms = $2 \
-                     FROM (SELECT task_id FROM outbox \
-                           WHERE acked_at_ms IS NULL \
-                             AND (lease_expires_at_ms IS NULL OR lease_expires_at_ms <= $3) \
-                           ORDER BY enqueued_at_ms, task_id LIMIT $4 \
-                           FOR UPDATE SKIP LOCKED) ready \
+                     FROM ready \
                      WHERE o.task_id = ready.task_id \
                      RETURNING o.task_id, o.auth_key, o.request, o.attempt, o.enqueued_at_ms) \
                  SELECT c.task_id, c.auth_key, c.request, c.attempt, t.version, t.status \
@@ -726,7 +880,7 @@ impl TaskStore for PostgresStore {
     /// `LISTEN` on the schema's channel, on a connection of its own in a thread of its
     /// own: every transition, cancel and answer commits a `NOTIFY` naming its task (in the
     /// statement's `RETURNING`, so it is sent at commit and only then). Notifications from
-    /// this store's own connection are skipped (this process woke its waits already). A
+    /// this store's own connections are skipped (this process woke its waits already). A
     /// lost connection is retried with backoff, then reported as [`Change::Unknown`].
     fn changes(&self, sink: ChangeSink) -> Result<Option<ChangeFeed>, StoreError> {
         let open_error = |cause: String| StoreError::Open {
@@ -748,11 +902,11 @@ impl TaskStore for PostgresStore {
         let first = connect().map_err(open_error)?;
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stopped = stop.clone();
-        let own_pid = self.backend_pid;
+        let own_pids = self.pool.own_pids.clone();
         // A thread, not a task: the postgres client blocks, and this is never simulated.
         std::thread::Builder::new()
             .name("tasklatch-pg-feed".into())
-            .spawn(move || follow_changes(first, connect, own_pid, sink, &stopped))
+            .spawn(move || follow_changes(first, connect, &own_pids, sink, &stopped))
             .map_err(|error| open_error(error.to_string()))?;
         Ok(Some(ChangeFeed::new(stop)))
     }
@@ -768,7 +922,7 @@ const FEED_BACKOFF_MS_MAX: u64 = 5_000;
 fn follow_changes(
     first: Client,
     connect: impl Fn() -> Result<Client, String>,
-    own_pid: i32,
+    own_pids: &Mutex<std::collections::BTreeSet<i32>>,
     sink: ChangeSink,
     stop: &std::sync::atomic::AtomicBool,
 ) {
@@ -799,10 +953,14 @@ fn follow_changes(
                 notifications.timeout_iter(std::time::Duration::from_millis(FEED_POLL_MS));
             loop {
                 match postgres::fallible_iterator::FallibleIterator::next(&mut heard) {
-                    Ok(Some(notification)) if notification.process_id() != own_pid => {
-                        sink(Change::Task(notification.payload().to_owned()));
+                    Ok(Some(notification)) => {
+                        let own = own_pids
+                            .lock()
+                            .is_ok_and(|pids| pids.contains(&notification.process_id()));
+                        if !own {
+                            sink(Change::Task(notification.payload().to_owned()));
+                        }
                     }
-                    Ok(Some(_)) => {}
                     Ok(None) => break,
                     Err(_) => {
                         lost = true;

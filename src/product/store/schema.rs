@@ -4,7 +4,7 @@
 use super::{StoreError, decode_hex_secret, random_secret};
 
 /// The schema version this build writes. Migrations bring older databases up to it.
-pub(crate) const SCHEMA_VERSION: i64 = 3;
+pub(crate) const SCHEMA_VERSION: i64 = 4;
 
 /// The database a schema is rendered for.
 #[derive(Clone, Copy)]
@@ -18,7 +18,7 @@ pub(crate) enum Dialect {
 }
 
 /// `migrations(d)[v]` moves a database from version `v` to `v + 1`.
-fn migrations(dialect: Dialect) -> [String; 3] {
+fn migrations(dialect: Dialect) -> [String; 4] {
     let (int, flag, options) = match dialect {
         Dialect::Sqlite => ("INTEGER", "INTEGER NOT NULL DEFAULT 0", " WITHOUT ROWID"),
         #[cfg(feature = "postgres")]
@@ -75,6 +75,18 @@ ALTER TABLE tasks ADD COLUMN input_responses TEXT;
         .to_owned(),
         // Version 3: the irreversible effect a task declared at its point of no return.
         "ALTER TABLE tasks ADD COLUMN irreversible_effect TEXT;".to_owned(),
+        // Version 4: the claim's two sources indexed apart. One index over every unacked
+        // entry made each claim walk past all entries already leased (up to the queue's
+        // capacity) to find free ones; now unleased entries come in enqueue order and
+        // expired leases by expiry, each from its own partial index.
+        "
+DROP INDEX outbox_ready;
+CREATE INDEX outbox_unleased ON outbox (enqueued_at_ms, task_id)
+    WHERE acked_at_ms IS NULL AND lease_expires_at_ms IS NULL;
+CREATE INDEX outbox_leased ON outbox (lease_expires_at_ms)
+    WHERE acked_at_ms IS NULL AND lease_expires_at_ms IS NOT NULL;
+"
+        .to_owned(),
     ]
 }
 

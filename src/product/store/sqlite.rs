@@ -586,10 +586,19 @@ impl TaskStore for SqliteStore {
         {
             let mut statement = transaction
                 .prepare_cached(
+                    // The oldest `?4` of the unleased and the expired entries, each
+                    // read from its own partial index (schema v4), merged in enqueue
+                    // order: the same entries one scan of both would find, without
+                    // walking past the leased ones.
                     "UPDATE outbox SET attempt = attempt + 1, lease_owner = ?1, lease_expires_at_ms = ?2 \
-                     WHERE task_id IN (SELECT task_id FROM outbox \
-                         WHERE acked_at_ms IS NULL \
-                           AND (lease_expires_at_ms IS NULL OR lease_expires_at_ms <= ?3) \
+                     WHERE task_id IN (SELECT task_id FROM ( \
+                         SELECT * FROM (SELECT task_id, enqueued_at_ms FROM outbox \
+                             WHERE acked_at_ms IS NULL AND lease_expires_at_ms IS NULL \
+                             ORDER BY enqueued_at_ms, task_id LIMIT ?4) \
+                         UNION ALL \
+                         SELECT * FROM (SELECT task_id, enqueued_at_ms FROM outbox \
+                             WHERE acked_at_ms IS NULL AND lease_expires_at_ms <= ?3 \
+                             ORDER BY enqueued_at_ms, task_id LIMIT ?4)) \
                          ORDER BY enqueued_at_ms, task_id LIMIT ?4) \
                      RETURNING task_id, auth_key, request, attempt, enqueued_at_ms",
                 )
