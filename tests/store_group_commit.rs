@@ -314,3 +314,82 @@ fn postgres_concurrent_admissions_run_on_several_connections() {
     }
     assert_eq!(store.connections_opened(), opened, "one thread reuses one");
 }
+
+/// A commit that fails fails every write of its group — the waiters learn it as surely as
+/// the writer that committed — and the next group commits as if nothing happened. A fake
+/// connection whose first commit fails, eight writers queued behind a slow first write.
+#[test]
+fn a_failed_commit_fails_every_write_of_its_group_and_only_those() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use tasklatch::store::group::{GroupCommit, Grouped};
+
+    struct Fake {
+        in_group: usize,
+        fail_next_commit: bool,
+        failed_group_size: Arc<AtomicUsize>,
+    }
+    impl Grouped for Fake {
+        fn begin(&mut self) -> Result<(), String> {
+            self.in_group = 0;
+            Ok(())
+        }
+        fn savepoint(&mut self) -> Result<(), String> {
+            self.in_group += 1;
+            Ok(())
+        }
+        fn release(&mut self) -> Result<(), String> {
+            Ok(())
+        }
+        fn rollback_to_savepoint(&mut self) -> Result<(), String> {
+            Ok(())
+        }
+        fn commit(&mut self) -> Result<(), String> {
+            if std::mem::take(&mut self.fail_next_commit) {
+                self.failed_group_size
+                    .store(self.in_group, Ordering::SeqCst);
+                return Err("disk full".into());
+            }
+            Ok(())
+        }
+        fn rollback(&mut self) {}
+    }
+
+    let failed_group_size = Arc::new(AtomicUsize::new(0));
+    let group = Arc::new(GroupCommit::new(Fake {
+        in_group: 0,
+        fail_next_commit: true,
+        failed_group_size: failed_group_size.clone(),
+    }));
+    let first_holds = Arc::new(AtomicBool::new(true));
+    let start = Arc::new(std::sync::Barrier::new(8));
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let (group, start, first_holds) = (group.clone(), start.clone(), first_holds.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                group.write("fake write", |_| {
+                    // The first write in holds the connection while the others queue.
+                    if first_holds.swap(false, Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    Ok(())
+                })
+            })
+        })
+        .collect();
+    let outcomes: Vec<_> = threads
+        .into_iter()
+        .map(|thread| thread.join().expect("no panic"))
+        .collect();
+    let failed = outcomes.iter().filter(|outcome| outcome.is_err()).count();
+    let size = failed_group_size.load(Ordering::SeqCst);
+    assert!(size > 1, "the failed group held waiters: {size}");
+    assert_eq!(failed, size, "exactly the failed group's writes fail");
+    for outcome in outcomes.iter().filter_map(|outcome| outcome.as_ref().err()) {
+        assert!(outcome.to_string().contains("disk full"), "{outcome}");
+    }
+    assert_eq!(group.figures().writes, (8 - size) as u64);
+    group
+        .write("after", |_| Ok(()))
+        .expect("the next group commits");
+}

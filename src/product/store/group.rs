@@ -11,6 +11,10 @@
 //! is durable, none is reported done), and a write that returned is on disk as any single
 //! commit would be.
 //!
+//! A waiter learns how its group ended from a record kept apart from the connection's
+//! lock (`Ends`), so when a group commits, its woken waiters do not stand between the
+//! connection and the writers of the next group.
+//!
 //! A lone writer never waits (nobody queued: it commits at once), so a single client pays
 //! one commit per write, as before; under concurrency, the writers that queued while a
 //! commit was on the disk form the next group. Reads must not share the connection: they
@@ -56,7 +60,14 @@ struct State<C> {
     writes: usize,
     /// Writes in the open group waiting for its commit.
     waiting_in_group: usize,
-    /// The last group that ended (committed or failed).
+}
+
+/// How groups ended, apart from the connection's lock: a waiter learns its group's outcome
+/// here, so the writers of the next group do not queue behind the woken waiters of the
+/// last one for the connection.
+#[derive(Default)]
+struct Ends {
+    /// The last group with waiters that ended (committed or failed).
     ended: u64,
     /// Groups that failed, with the cause and how many of their waiters have yet to read
     /// it (removed when the last has).
@@ -66,6 +77,7 @@ struct State<C> {
 /// One connection, written in groups.
 pub struct GroupCommit<C> {
     state: Mutex<State<C>>,
+    ends: Mutex<Ends>,
     group_ended: Condvar,
     /// Writers that asked for the connection and do not have it yet.
     queued: AtomicUsize,
@@ -94,9 +106,8 @@ impl<C: Grouped> GroupCommit<C> {
                 group: 0,
                 writes: 0,
                 waiting_in_group: 0,
-                ended: 0,
-                failed: BTreeMap::new(),
             }),
+            ends: Mutex::new(Ends::default()),
             group_ended: Condvar::new(),
             queued: AtomicUsize::new(0),
             groups_committed: AtomicU64::new(0),
@@ -178,32 +189,34 @@ impl<C: Grouped> GroupCommit<C> {
                 Err(cause) => Err(failed(cause)),
             };
         }
-        // Someone is queued: it joins this group; whoever is last commits.
+        // Someone is queued: it joins this group; whoever is last commits. The group
+        // cannot end before the connection is let go, so it is still open here, and its
+        // end is recorded in `ends` before anyone is woken.
         state.waiting_in_group += 1;
+        drop(state);
+        let poisoned = || failed("a thread panicked while holding the group's ends".into());
+        let mut ends = self.ends.lock().map_err(|_| poisoned())?;
         let deadline = std::time::Instant::now() + Duration::from_millis(GROUP_WAIT_MS_MAX);
-        while state.ended < group {
+        while ends.ended < group {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {
                 return Err(failed(format!(
                     "the group's commit did not end within {GROUP_WAIT_MS_MAX} ms"
                 )));
             }
-            state = match self.group_ended.wait_timeout(state, left) {
-                Ok((state, _)) => state,
-                Err(_) => {
-                    return Err(failed(
-                        "a thread panicked while holding the connection".into(),
-                    ));
-                }
-            };
+            ends = self
+                .group_ended
+                .wait_timeout(ends, left)
+                .map_err(|_| poisoned())?
+                .0;
         }
-        let cause = match state.failed.get_mut(&group) {
+        let cause = match ends.failed.get_mut(&group) {
             None => None,
             Some((cause, readers_left)) => {
                 let cause = cause.clone();
                 *readers_left -= 1;
                 if *readers_left == 0 {
-                    state.failed.remove(&group);
+                    ends.failed.remove(&group);
                 }
                 Some(cause)
             }
@@ -223,16 +236,25 @@ impl<C: Grouped> GroupCommit<C> {
                 .fetch_add(state.writes as u64, Ordering::Relaxed);
         } else {
             state.connection.rollback();
-            if state.waiting_in_group > 0 {
-                let cause = outcome.clone().err().unwrap_or_default();
-                state
-                    .failed
-                    .insert(state.group, (cause, state.waiting_in_group));
-            }
         }
         state.open = false;
-        state.ended = state.group;
-        self.group_ended.notify_all();
+        if state.waiting_in_group > 0 {
+            // A poisoned `ends` means a waiter panicked reading it; the others still
+            // need their answer, so the data is used as it is.
+            let mut ends = self
+                .ends
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Err(cause) = &outcome {
+                ends.failed
+                    .insert(state.group, (cause.clone(), state.waiting_in_group));
+            }
+            ends.ended = state.group;
+            drop(ends);
+            self.group_ended.notify_all();
+        }
+        // A group nobody waits for need not be recorded: waiters wait for their own
+        // group's number, and groups end in order.
         outcome
     }
 }
