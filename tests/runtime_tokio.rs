@@ -212,3 +212,42 @@ async fn runtime_carries_every_task_to_one_terminal_status() {
             .load(std::sync::atomic::Ordering::Relaxed),
     );
 }
+
+/// The dispatcher claims no more outbox entries than the queue has room for: with room
+/// for 2 and 5 tasks admitted, it publishes 2 and leaves 3 unleased (claimable at once by
+/// anyone, not leased to a queue that cannot take them until `republish_after_ms`); with
+/// the queue full it claims nothing.
+#[tokio::test(flavor = "current_thread")]
+async fn the_dispatcher_claims_only_what_the_queue_takes() {
+    let store: Arc<dyn TaskStore> = Arc::new(
+        tasklatch::store::MemoryStore::open(&StoreOptions::default()).expect("memory store"),
+    );
+    let now = TokioEnv.now_ms();
+    for n in 0..5 {
+        create(&*store, n, None, now);
+    }
+    let queue = Arc::new(MemoryQueue::new(2));
+    let runtime = Runtime::new(
+        store.clone(),
+        queue.clone(),
+        Arc::new(Export::default()),
+        Arc::new(TokioEnv),
+        Arc::new(NoProbe),
+        Arc::new(NoNotify),
+        RuntimeConfig::default(),
+    );
+    assert_eq!(runtime.dispatch_once("d").await.unwrap(), 2);
+    assert_eq!(runtime.dispatch_once("d").await.unwrap(), 0, "queue full");
+    assert_eq!(tasklatch::runtime::Queue::len(&*queue).unwrap(), 2);
+    let left: Vec<(String, u32)> = store
+        .claim("other", now, 1_000, 10)
+        .unwrap()
+        .into_iter()
+        .map(|claim| (claim.task_id, claim.attempt))
+        .collect();
+    assert_eq!(
+        left,
+        ["task-002", "task-003", "task-004"].map(|id| (id.to_owned(), 1)),
+        "the three the queue could not take were never claimed"
+    );
+}

@@ -382,12 +382,19 @@ impl Runtime {
     /// were published.
     pub async fn dispatch_once(&self, dispatcher: &str) -> Result<usize, StoreError> {
         let now_ms = self.env.now_ms();
-        let claims = self.store.claim(
-            dispatcher,
-            now_ms,
-            self.config.republish_after_ms,
-            self.config.dispatch_batch,
-        )?;
+        // Claim no more than the queue takes: an entry claimed but not published would sit
+        // leased until `republish_after_ms`, and under a backlog every round would lease
+        // another batch it cannot publish.
+        let batch = match self.queue.room().map_err(queue_error)? {
+            Some(room) => self.config.dispatch_batch.min(room),
+            None => self.config.dispatch_batch,
+        };
+        if batch == 0 {
+            return Ok(0);
+        }
+        let claims = self
+            .store
+            .claim(dispatcher, now_ms, self.config.republish_after_ms, batch)?;
         let mut published = 0;
         for claim in claims {
             if claim.task_status.is_terminal() {

@@ -81,6 +81,12 @@ pub trait Queue: Send + Sync {
     fn is_empty(&self) -> Result<bool, QueueError> {
         Ok(self.len()? == 0)
     }
+    /// How many more messages it takes now, if it knows (`None`: no bound it can tell).
+    /// The dispatcher claims no more outbox entries than this: an entry claimed but not
+    /// published sits leased, unpublishable, until its lease runs out.
+    fn room(&self) -> Result<Option<usize>, QueueError> {
+        Ok(None)
+    }
 }
 
 struct Entry {
@@ -187,6 +193,12 @@ impl Queue for MemoryQueue {
             }
             _ => Ok(false),
         }
+    }
+
+    fn room(&self) -> Result<Option<usize>, QueueError> {
+        Ok(Some(
+            self.capacity.saturating_sub(self.lock()?.entries.len()),
+        ))
     }
 
     fn len(&self) -> Result<usize, QueueError> {
