@@ -393,3 +393,46 @@ fn a_failed_commit_fails_every_write_of_its_group_and_only_those() {
         .write("after", |_| Ok(()))
         .expect("the next group commits");
 }
+
+/// A pooled connection the server closed (a restart, an administrator's
+/// `pg_terminate_backend`) is dropped, not lent again: the operation that finds it closed
+/// fails (the driver may notice the close only after the next one also tried it), then
+/// operations run on a fresh connection.
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_a_lost_connection_is_replaced() {
+    use tasklatch::store::PostgresStore;
+    let Some(pg) = support::Postgres::start("group_lost") else {
+        return;
+    };
+    let name = format!("tl_lost_{}", std::process::id());
+    let separator = if pg.url.contains('?') { '&' } else { '?' };
+    let url = format!("{}{separator}application_name={name}", pg.url);
+    let store =
+        PostgresStore::open(&url, Some(&pg.schema()), &StoreOptions::default()).expect("open");
+    store.create(&admission("before")).expect("admitted");
+    let mut admin = postgres::Client::connect(&pg.url, postgres::NoTls).expect("connect");
+    let terminated: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE application_name = $1) t",
+            &[&name],
+        )
+        .expect("terminate")
+        .get(0);
+    assert_eq!(terminated, 1, "the store's one connection");
+    let mut outcomes = Vec::new();
+    for attempt in 0..5 {
+        outcomes.push(
+            store
+                .create(&admission(&format!("after-{attempt}")))
+                .is_ok(),
+        );
+    }
+    println!("admissions after the connection was terminated: {outcomes:?}");
+    assert!(
+        outcomes[2..].iter().all(|ok| *ok) && outcomes.iter().filter(|ok| !**ok).count() >= 1,
+        "the closed connection fails an admission, then admissions run again: {outcomes:?}"
+    );
+    assert!(store.read("before").expect("read").is_some());
+}

@@ -96,7 +96,7 @@ impl Drop for Pooled<'_> {
             return;
         };
         if connection.client.is_closed() {
-            state.opened -= 1;
+            self.pool.discard(&mut state, &connection);
         } else {
             state.idle.push(connection);
         }
@@ -118,6 +118,11 @@ impl Pool {
         let mut state = self.idle.lock().map_err(poisoned)?;
         loop {
             if let Some(connection) = state.idle.pop() {
+                // Closed while idle, or its closing was noticed only after it came back.
+                if connection.client.is_closed() {
+                    self.discard(&mut state, &connection);
+                    continue;
+                }
                 return Ok(Pooled {
                     pool: self,
                     connection: Some(connection),
@@ -152,6 +157,15 @@ impl Pool {
         }
     }
 
+    /// Forgets a closed connection: it no longer counts, and its pid may be another
+    /// backend's later, whose notifications are news.
+    fn discard(&self, state: &mut PoolState, connection: &Connection) {
+        state.opened -= 1;
+        if let Ok(mut pids) = self.own_pids.lock() {
+            pids.remove(&connection.pid);
+        }
+    }
+
     fn connect(&self) -> Result<Connection, StoreError> {
         let failed = backend("open a PostgreSQL connection");
         let mut client = Client::connect(&self.url, NoTls).map_err(&failed)?;
@@ -168,6 +182,7 @@ impl Pool {
         Ok(Connection {
             client,
             statements: HashMap::new(),
+            pid,
         })
     }
 }
@@ -177,6 +192,8 @@ impl Pool {
 struct Connection {
     client: Client,
     statements: HashMap<String, Statement>,
+    /// Its backend process, in the pool's `own_pids` while the connection lives.
+    pid: i32,
 }
 
 /// Bound on cached statements; the store uses a fixed set of SQL texts, far fewer.
@@ -313,6 +330,7 @@ impl PostgresStore {
                     idle: vec![Connection {
                         client,
                         statements: HashMap::new(),
+                        pid: first_pid,
                     }],
                     opened: 1,
                 }),
