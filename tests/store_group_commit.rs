@@ -68,27 +68,40 @@ fn orphans(path: &Path) -> (i64, i64) {
     )
 }
 
-#[test]
-fn concurrent_admissions_share_commits_and_all_are_there() {
-    let scratch = support::Scratch::new("group-commit-share");
-    let path = scratch.join("tasks.db");
-    let store = Arc::new(open(&path));
-    let threads: Vec<_> = (0..32)
+/// `threads` threads, released together, each admitting `each` tasks named
+/// `{prefix}{thread}-{n}`; every admission must be accepted.
+fn admit_from_threads<S: TaskStore + 'static>(
+    store: &Arc<S>,
+    threads: usize,
+    each: usize,
+    prefix: &'static str,
+) {
+    let start = Arc::new(std::sync::Barrier::new(threads));
+    let spawned: Vec<_> = (0..threads)
         .map(|thread| {
-            let store = store.clone();
+            let (store, start) = (store.clone(), start.clone());
             std::thread::spawn(move || {
-                for n in 0..40 {
+                start.wait();
+                for n in 0..each {
                     let answer = store
-                        .create(&admission(&format!("t{thread}-{n}")))
+                        .create(&admission(&format!("{prefix}{thread}-{n}")))
                         .expect("admitted");
                     assert_eq!(answer.decision, Decision::AcceptTask);
                 }
             })
         })
         .collect();
-    for thread in threads {
+    for thread in spawned {
         thread.join().expect("no panic");
     }
+}
+
+#[test]
+fn concurrent_admissions_share_commits_and_all_are_there() {
+    let scratch = support::Scratch::new("group-commit-share");
+    let path = scratch.join("tasks.db");
+    let store = Arc::new(open(&path));
+    admit_from_threads(&store, 32, 40, "t");
     let figures = store.group_figures();
     println!("1280 admissions: {figures:?}");
     assert_eq!(figures.writes, 1_280);
@@ -268,24 +281,7 @@ fn postgres_concurrent_admissions_run_on_several_connections() {
         1,
         "the one the store migrated on"
     );
-    let start = Arc::new(std::sync::Barrier::new(16));
-    let threads: Vec<_> = (0..16)
-        .map(|thread| {
-            let (store, start) = (store.clone(), start.clone());
-            std::thread::spawn(move || {
-                start.wait();
-                for n in 0..20 {
-                    let answer = store
-                        .create(&admission(&format!("p{thread}-{n}")))
-                        .expect("admitted");
-                    assert_eq!(answer.decision, Decision::AcceptTask);
-                }
-            })
-        })
-        .collect();
-    for thread in threads {
-        thread.join().expect("no panic");
-    }
+    admit_from_threads(&store, 16, 20, "p");
     let opened = store.connections_opened();
     println!("16 threads x 20 admissions on PostgreSQL: {opened} connections");
     assert!(

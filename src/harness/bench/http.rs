@@ -364,6 +364,10 @@ pub fn cpu_s(pid: u32) -> Option<f64> {
 /// postmaster's backends), say. A descendant that exited is not counted (its time went to
 /// a parent's `cutime`, which is not read: the parent may not have waited for it yet).
 pub fn tree_cpu_s(roots: &[u32]) -> Option<f64> {
+    if roots.is_empty() {
+        // Nothing to find: spare the read of every process's stat.
+        return None;
+    }
     // One read of each process's stat: its CPU and its parent.
     let mut processes = BTreeMap::new();
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {

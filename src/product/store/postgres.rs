@@ -37,8 +37,6 @@ use std::sync::LazyLock;
 pub struct PostgresStore {
     pool: Pool,
     cursor_secret: Vec<u8>,
-    /// Where the change feed connects (the URL it was opened with).
-    url: String,
     /// The `NOTIFY` channel of this store's schema: `tasklatch_<schema>`.
     channel: String,
 }
@@ -54,6 +52,8 @@ const CONNECTION_WAIT_MS_MAX: u64 = 30_000;
 struct Pool {
     idle: Mutex<PoolState>,
     returned: std::sync::Condvar,
+    /// Where every connection goes, the change feed's too (the URL the store was opened
+    /// with).
     url: String,
     /// `SET search_path …` for the store's schema, run on every new connection.
     setup: Option<String>,
@@ -284,7 +284,6 @@ impl PostgresStore {
             target: format!("PostgreSQL {redacted}"),
             cause,
         };
-        let mut client = Client::connect(url, NoTls).map_err(|error| open_error(cause(&error)))?;
         if let Some(schema) = schema {
             let valid = !schema.is_empty()
                 && schema.len() <= 63
@@ -296,22 +295,38 @@ impl PostgresStore {
                     "schema name {schema:?}: use 1-63 of [a-z0-9_]"
                 )));
             }
-            // Validated above, so it can be spliced into the statement.
-            client
-                .batch_execute(&format!(
-                    "CREATE SCHEMA IF NOT EXISTS {schema}; SET search_path TO {schema}"
-                ))
+        }
+        let pool = Pool {
+            idle: Mutex::new(PoolState {
+                idle: Vec::new(),
+                opened: 0,
+            }),
+            returned: std::sync::Condvar::new(),
+            url: url.to_owned(),
+            // Validated above, so it can be spliced into the statement. A search path
+            // may name a schema that does not exist yet: the first connection creates it.
+            setup: schema.map(|schema| format!("SET search_path TO {schema}")),
+            own_pids: std::sync::Arc::new(Mutex::new(std::collections::BTreeSet::new())),
+        };
+        // The first connection is made as every later one is, through the pool.
+        let opened = |error: StoreError| match error {
+            StoreError::Backend { cause, .. } => open_error(cause),
+            other => other,
+        };
+        let mut first = pool.take().map_err(opened)?;
+        if let Some(schema) = schema {
+            first
+                .client
+                .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
                 .map_err(|error| open_error(cause(&error)))?;
         }
-        let persisted_secret = migrate(&mut client)?;
-        let identity = client
-            .query_one(
-                "SELECT COALESCE(current_schema(), 'public')::TEXT, pg_backend_pid()",
-                &[],
-            )
-            .map_err(|error| open_error(cause(&error)))?;
-        let schema_name: String = identity.get(0);
-        let first_pid: i32 = identity.get(1);
+        let persisted_secret = migrate(&mut first.client)?;
+        let schema_name: String = first
+            .client
+            .query_one("SELECT COALESCE(current_schema(), 'public')::TEXT", &[])
+            .map_err(|error| open_error(cause(&error)))?
+            .get(0);
+        drop(first);
         // A channel is an identifier: keep it to characters that need no quoting.
         let channel: String = format!("tasklatch_{schema_name}")
             .chars()
@@ -325,22 +340,8 @@ impl PostgresStore {
             .take(63)
             .collect();
         Ok(PostgresStore {
-            pool: Pool {
-                idle: Mutex::new(PoolState {
-                    idle: vec![Connection {
-                        client,
-                        statements: HashMap::new(),
-                        pid: first_pid,
-                    }],
-                    opened: 1,
-                }),
-                returned: std::sync::Condvar::new(),
-                url: url.to_owned(),
-                setup: schema.map(|schema| format!("SET search_path TO {schema}")),
-                own_pids: std::sync::Arc::new(Mutex::new([first_pid].into())),
-            },
+            pool,
             cursor_secret: options.cursor_secret.clone().unwrap_or(persisted_secret),
-            url: url.to_owned(),
             channel,
         })
     }
@@ -902,12 +903,12 @@ impl TaskStore for PostgresStore {
     /// lost connection is retried with backoff, then reported as [`Change::Unknown`].
     fn changes(&self, sink: ChangeSink) -> Result<Option<ChangeFeed>, StoreError> {
         let open_error = |cause: String| StoreError::Open {
-            target: format!("PostgreSQL change feed {}", redact(&self.url)),
+            target: format!("PostgreSQL change feed {}", redact(&self.pool.url)),
             cause,
         };
         let listen = format!("LISTEN {}", self.channel);
         let connect = {
-            let (url, listen) = (self.url.clone(), listen.clone());
+            let (url, listen) = (self.pool.url.clone(), listen.clone());
             move || -> Result<Client, String> {
                 let mut client = Client::connect(&url, NoTls).map_err(|error| cause(&error))?;
                 client
