@@ -1,7 +1,8 @@
 //! # tasklatch
 //!
-//! The state contract underneath MCP 2025-11-25 tasks, implemented, and the harness that
-//! proves it.
+//! The state contract underneath MCP tasks, implemented, and the harness that proves it:
+//! the whole kit, one crate per layer, re-exported here under one name for the
+//! `tasklatch` command line, its tests and anyone who wants everything.
 //!
 //! MCP lets a server accept a `tools/call` as a durable *task* that the client polls
 //! (`tasks/get`), collects (`tasks/result`), cancels and lists. The protocol is only an
@@ -9,47 +10,21 @@
 //! dispatch, idempotent creation bound to a digest of the request, compare-and-swap
 //! transitions with a terminal latch, the tenant checked in every query, and expiry.
 //!
-//! ## Two layers
+//! ## The layers
 //!
-//! The **product** (`src/product/`) is what a server runs; the **harness**
-//! (`src/harness/`) is what proves it. The harness imports the product, never the reverse
-//! (`tests/layers.rs` checks the imports), so a server built on tasklatch carries none of
-//! the machinery that judges it.
+//! Each is a crate, so the compiler keeps the layering (ARCHITECTURE.md has the map):
 //!
-//! Product:
-//! - [`contract`] — the pure policy core: statuses, the transition table, the admission
-//!   record, the [`Decision`] vocabulary, the guards and their precedence, the request
-//!   digest (RFC 8785 + SHA-256) and caller-bound list cursors. No IO, clock or randomness.
-//! - [`store`] — the [`TaskStore`] port, its adapters (memory, SQLite, PostgreSQL), the
-//!   helpers an adapter of yours shares, and [`StoreFactory`], what every engine takes.
-//! - [`runtime`] — the outbox → queue → worker runtime, written once against the `Env`
-//!   facade (tokio for real, madsim in simulation).
-//! - [`mcp`] — the MCP 2025-11-25 tasks server: JSON-RPC mapping, stdio and Streamable HTTP.
-//! - [`mutants`] — the switch of the named hostile mutants: a leaf, constant `false`
-//!   without the `mutants` feature.
-//! - [`load`] — reading JSON files with `PATH:LINE:COLUMN: FIELD: message` errors.
+//! | crate | modules here | depends on |
+//! |---|---|---|
+//! | `tasklatch-mutants` | [`mutants`] | nothing |
+//! | `tasklatch-contract` | [`contract`] | mutants |
+//! | `tasklatch-server` | [`store`], [`runtime`], [`mcp`], [`load`] | contract |
+//! | `tasklatch-oracle` | [`check`], [`report`] | contract |
+//! | `tasklatch-probe` | [`probe`], [`bench::http`], [`bench::compare`] | contract, oracle |
+//! | `tasklatch-harness` | [`verify`], [`conformance`], [`fixture`], [`interleave`], `sim`, `hunt`, `matrix`, [`bench`](mod@bench) | server, oracle, probe |
 //!
-//! Harness:
-//! - [`verify`] — **check a store you wrote**: [`check_store`] runs the conformance suite,
-//!   the proptest machine and a simulation hunt on your [`StoreFactory`] and reports.
-//! - [`conformance`] — the store conformance suite.
-//! - [`fixture`] — contract fixtures (`tasklatch.contract-fixture/v1`): load, replay.
-//! - [`check`] — the oracle: invariants I1–I17, fault accounting F1–F3 and counter rules
-//!   C1–C4 over a recorded history, one function each.
-//! - [`interleave`] — the proptest state machine and the loom models.
-//! - [`probe`] — `tasklatch probe`: checks a live MCP tasks server from the outside (stdio
-//!   or Streamable HTTP, both eras).
-//! - [`report`] — plain report helpers: whole-file writes, the commit named, XML escaping,
-//!   budgets (the hunt writes through them; commands without the simulation can too).
-//! - `sim` (feature `sim`) — the deterministic simulation: scenarios, the world built with
-//!   a store ([`sim::Sim`]), and `sim::shrink`, the minimiser of a failing run.
-//! - `hunt` (feature `sim`) — `tasklatch hunt`: sharded, budgeted race hunting; failures
-//!   minimised and kept as artifacts (record, timeline, SVG swimlane) and JUnit.
-//! - `matrix` (feature `mutants`) — the kill matrix: every engine, a column per store,
-//!   against every named mutant.
-//! - [`bench`](mod@bench) — `tasklatch bench store`.
-//!
-//! The crate root re-exports the few names most users start from (below).
+//! A server author depends on `tasklatch-server` alone and carries none of the machinery
+//! that judges it; a store or server author puts `tasklatch-harness` in dev-dependencies.
 //!
 //! ## Features
 //!
@@ -64,56 +39,26 @@
 
 #![warn(missing_docs)]
 
-#[cfg(all(feature = "sim", not(madsim)))]
-compile_error!(
-    "feature `sim` needs `--cfg madsim`. The repository's .cargo/config.toml sets it, but a \
-     RUSTFLAGS or CARGO_ENCODED_RUSTFLAGS in your environment replaces those flags: add \
-     `--cfg madsim` to it (e.g. RUSTFLAGS=\"-D warnings --cfg madsim\") or unset it."
-);
+pub use tasklatch_contract as contract;
+pub use tasklatch_mutants as mutants;
+pub use tasklatch_oracle as check;
+pub use tasklatch_oracle::report;
+pub use tasklatch_probe as probe;
+pub use tasklatch_server::{load, mcp, runtime, store};
 
-// The product: what a server runs. Nothing under `src/product/` imports the harness
-// (`tests/layers.rs` checks it); module paths stay short (`tasklatch::store`).
-#[path = "product/contract/mod.rs"]
-pub mod contract;
-#[path = "product/load.rs"]
-pub mod load;
-#[path = "product/mcp/mod.rs"]
-pub mod mcp;
-#[path = "product/mutants.rs"]
-pub mod mutants;
-#[path = "product/runtime/mod.rs"]
-pub mod runtime;
-#[path = "product/store/mod.rs"]
-pub mod store;
-#[path = "product/sync.rs"]
-mod sync;
-
-// The harness: what proves the product. It imports the product, never the reverse.
-#[path = "harness/bench/mod.rs"]
-pub mod bench;
-#[path = "harness/check/mod.rs"]
-pub mod check;
-#[path = "harness/conformance.rs"]
-pub mod conformance;
-#[path = "harness/fixture/mod.rs"]
-pub mod fixture;
-#[cfg(all(feature = "sim", madsim))]
-#[path = "harness/hunt/mod.rs"]
-pub mod hunt;
-#[path = "harness/interleave/mod.rs"]
-pub mod interleave;
 #[cfg(feature = "mutants")]
-#[path = "harness/matrix.rs"]
-pub mod matrix;
-#[path = "harness/probe/mod.rs"]
-pub mod probe;
-#[path = "harness/report.rs"]
-pub mod report;
+pub use tasklatch_harness::matrix;
+pub use tasklatch_harness::{conformance, fixture, interleave, verify};
 #[cfg(all(feature = "sim", madsim))]
-#[path = "harness/sim/mod.rs"]
-pub mod sim;
-#[path = "harness/verify.rs"]
-pub mod verify;
+pub use tasklatch_harness::{hunt, sim};
+
+/// Benchmarks: `tasklatch bench store` (the harness's) and `tasklatch bench http` (the
+/// probe's load generator, [`http`](tasklatch_probe::bench::http), and its side-by-side comparison,
+/// [`compare`](tasklatch_probe::bench::compare)).
+pub mod bench {
+    pub use tasklatch_harness::bench::*;
+    pub use tasklatch_probe::bench::{compare, http};
+}
 
 // The chosen surface: what a server author and a store author reach for first.
 pub use contract::{Decision, Negotiated, TaskOutcome, TaskRecord, TaskStatus, TaskSupport};
@@ -124,3 +69,12 @@ pub use store::{
 #[cfg(feature = "postgres")]
 pub use store::{PostgresFactory, PostgresStore};
 pub use verify::{Budget, Report, check_store};
+
+// The README's Rust blocks compile: `cargo test --doc` builds them as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/check-a-store.md")]
+pub struct CheckAStoreDoctests;

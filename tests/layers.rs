@@ -1,30 +1,158 @@
-//! The house's one rule: the product (`src/product/`: contract, store, runtime, mcp, the
-//! mutant switch) never imports the harness (`src/harness/`: fixture, conformance, check,
-//! interleave, sim, hunt, matrix, bench). The harness imports the product, not the reverse,
-//! so a server built on tasklatch carries none of the machinery that judges it.
+//! The layering rules the compiler cannot keep.
 //!
-//! Checked from the sources, since both layers live in one crate: every path a product file
-//! names through `crate::` (or `tasklatch::`) must lead to a product module, and the mutant
-//! switch, a leaf, names nothing of the crate at all.
+//! The crates are the layers (ARCHITECTURE.md): a crate can only name what its manifest
+//! depends on, so "the server never imports the harness" is the compiler's job now. What is
+//! left is what a manifest does not say on its face:
+//! - a crate's whole normal dependency closure (every feature on): the contract links no
+//!   async runtime, database, OS randomness or HTTP; the server none of the harness's
+//!   engines, the command line's crates or the simulation; the oracle and the probe never
+//!   the server they judge;
+//! - the pure crates' sources read no clock, and the contract does no IO and draws no
+//!   randomness (a `std::` path needs no manifest entry).
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
-/// The crate's top-level modules, by layer (`lib.rs` declares each with its `#[path]`).
-const PRODUCT: &[&str] = &[
-    "contract", "load", "mcp", "mutants", "runtime", "store", "sync",
+/// What each crate's normal dependency closure (all its features on) must not contain.
+const FORBIDDEN: &[(&str, &[&str])] = &[
+    (
+        "tasklatch-mutants",
+        &["serde", "serde_json", "tokio", "tasklatch-contract"],
+    ),
+    (
+        "tasklatch-contract",
+        &[
+            "tokio",
+            "rusqlite",
+            "getrandom",
+            "hyper",
+            "axum",
+            "postgres",
+            "madsim",
+            "mio",
+            "humantime",
+            "tasklatch-server",
+            "tasklatch-oracle",
+        ],
+    ),
+    (
+        "tasklatch-server",
+        &[
+            "clap",
+            "indicatif",
+            "proptest",
+            "proptest-state-machine",
+            "loom",
+            "madsim",
+            "mimalloc",
+            "tasklatch-oracle",
+            "tasklatch-probe",
+            "tasklatch-harness",
+        ],
+    ),
+    (
+        "tasklatch-oracle",
+        &[
+            "tokio",
+            "rusqlite",
+            "getrandom",
+            "hyper",
+            "tasklatch-server",
+            "tasklatch-probe",
+        ],
+    ),
+    (
+        "tasklatch-probe",
+        &[
+            "rusqlite",
+            "axum",
+            "postgres",
+            "madsim",
+            "tasklatch-server",
+            "tasklatch-harness",
+        ],
+    ),
 ];
-const HARNESS: &[&str] = &[
-    "bench",
-    "check",
-    "conformance",
-    "fixture",
-    "hunt",
-    "interleave",
-    "matrix",
-    "probe",
-    "report",
-    "sim",
-    "verify",
+
+/// The package names in `cargo tree --prefix none --format {p}` output (`name vX.Y.Z …`).
+fn packages_in(tree: &str) -> Vec<&str> {
+    tree.lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .collect()
+}
+
+/// Every forbidden package in `tree`, the closure of `krate`, named.
+fn forbidden_in(krate: &str, tree: &str, forbidden: &[&str]) -> Vec<String> {
+    let packages = packages_in(tree);
+    let mut found: Vec<String> = forbidden
+        .iter()
+        .filter(|name| packages.contains(name))
+        .map(|name| format!("{krate} links `{name}` (cargo tree -e normal -p {krate})"))
+        .collect();
+    found.sort();
+    found
+}
+
+fn normal_closure(krate: &str) -> String {
+    let output = Command::new(env!("CARGO"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "tree",
+            "--offline",
+            "-e",
+            "normal",
+            "-p",
+            krate,
+            "--all-features",
+        ])
+        .args(["--prefix", "none", "--format", "{p}"])
+        .output()
+        .unwrap_or_else(|error| panic!("run cargo tree -p {krate}: {error}"));
+    assert!(
+        output.status.success(),
+        "cargo tree -p {krate}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("cargo tree prints UTF-8")
+}
+
+#[test]
+fn each_crate_links_only_what_its_layer_may() {
+    let mut violations = Vec::new();
+    for (krate, forbidden) in FORBIDDEN {
+        let tree = normal_closure(krate);
+        let packages = packages_in(&tree);
+        assert!(
+            packages.first() == Some(krate),
+            "cargo tree -p {krate} starts with the crate itself: {tree}"
+        );
+        violations.extend(forbidden_in(krate, &tree, forbidden));
+    }
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
+
+/// The check can fail: a forbidden package in a closure is named.
+#[test]
+fn a_forbidden_dependency_is_caught() {
+    let tree = "tasklatch-contract v0.1.0 (/w/crates/contract)\nserde v1.0.1\ntokio v1.4.0\n";
+    let found = forbidden_in("tasklatch-contract", tree, &["tokio", "rusqlite"]);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("links `tokio`"), "{found:?}");
+    assert!(forbidden_in("tasklatch-contract", tree, &["rusqlite"]).is_empty());
+}
+
+/// Source texts a pure crate must not contain: clock reads everywhere; and in the
+/// contract, IO, threads and process state too.
+const CLOCK: &[&str] = &["SystemTime::now", "Instant::now", "std::time::SystemTime"];
+const IMPURE: &[&str] = &[
+    "std::fs",
+    "std::env",
+    "std::net",
+    "std::process",
+    "std::thread",
+    "std::io::stdin",
+    "static mut",
+    "thread_local!",
 ];
 
 fn rust_files(dir: &Path, into: &mut Vec<PathBuf>) {
@@ -42,157 +170,70 @@ fn rust_files(dir: &Path, into: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every top-level module a source names as `crate::NAME` or `tasklatch::NAME`, with its
-/// line number. Comments are skipped: a doc line may mention the harness.
-fn crate_paths(text: &str) -> Vec<(usize, String)> {
+/// Every line of a source under `dir` that names one of `needles` outside a comment.
+fn impure_lines(dir: &Path, needles: &[&str]) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
+    assert!(!files.is_empty(), "no sources under {}", dir.display());
     let mut found = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        let code = line.split("//").next().unwrap_or("");
-        for prefix in ["crate::", "tasklatch::"] {
-            let mut rest = code;
-            while let Some(at) = rest.find(prefix) {
-                let after = &rest[at + prefix.len()..];
-                let name: String = after
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                // `crate::{a, b}` groups: take every name in the braces.
-                if name.is_empty() && after.starts_with('{') {
-                    let group = &after[1..after.find('}').unwrap_or(after.len())];
-                    for item in group.split(',') {
-                        let item: String = item
-                            .trim()
-                            .chars()
-                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                            .collect();
-                        if !item.is_empty() {
-                            found.push((index + 1, item));
-                        }
-                    }
-                } else if !name.is_empty() {
-                    found.push((index + 1, name));
-                }
-                rest = after;
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read a source");
+        for (index, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for needle in needles.iter().filter(|needle| code.contains(*needle)) {
+                found.push(format!("{}:{}: `{needle}`", file.display(), index + 1));
             }
         }
     }
     found
 }
 
-fn violations_in(root: &Path) -> Vec<String> {
-    let mut files = Vec::new();
-    rust_files(&root.join("src/product"), &mut files);
-    assert!(
-        files.len() > 10,
-        "too few product sources found under {}",
-        root.display()
-    );
-    let mut violations = Vec::new();
-    for file in &files {
-        let text = std::fs::read_to_string(file).expect("read a product source");
-        let leaf = file.ends_with("src/product/mutants.rs");
-        for (line, module) in crate_paths(&text) {
-            let shown = file.strip_prefix(root).unwrap_or(file).display();
-            if leaf {
-                violations.push(format!(
-                    "{shown}:{line}: the mutant switch is a leaf, yet names crate::{module}"
-                ));
-            } else if HARNESS.contains(&module.as_str()) {
-                violations.push(format!(
-                    "{shown}:{line}: the product imports the harness module `{module}`"
-                ));
-            } else if !PRODUCT.contains(&module.as_str()) {
-                violations.push(format!(
-                    "{shown}:{line}: `{module}` is in neither layer's list (tests/layers.rs)"
-                ));
-            }
-        }
-    }
-    violations
+fn crate_sources(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates")
+        .join(name)
+        .join("src")
 }
 
 #[test]
-fn the_product_never_imports_the_harness() {
-    let violations = violations_in(Path::new(env!("CARGO_MANIFEST_DIR")));
-    assert!(violations.is_empty(), "{}", violations.join("\n"));
+fn the_contract_reads_no_clock_and_does_no_io() {
+    let needles: Vec<&str> = CLOCK.iter().chain(IMPURE).copied().collect();
+    let found = impure_lines(&crate_sources("contract"), &needles);
+    assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
 #[test]
-fn every_top_level_module_is_in_one_layer() {
-    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"))
-        .expect("read src/lib.rs");
-    let mut declared = Vec::new();
-    let mut path = None;
-    for line in lib.lines() {
-        let line = line.trim();
-        if let Some(rest) = line.strip_prefix("#[path = \"") {
-            path = Some(rest.trim_end_matches("\"]").to_owned());
-        }
-        let name = line
-            .strip_prefix("pub mod ")
-            .or_else(|| line.strip_prefix("mod "))
-            .map(|rest| rest.trim_end_matches(';').to_owned());
-        if let Some(name) = name {
-            let file = path
-                .take()
-                .unwrap_or_else(|| panic!("mod {name} has no #[path]"));
-            let layer = if PRODUCT.contains(&name.as_str()) {
-                "product/"
-            } else if HARNESS.contains(&name.as_str()) {
-                "harness/"
-            } else {
-                panic!("module {name} is in neither layer's list")
-            };
-            assert!(
-                file.starts_with(layer),
-                "module {name} lives at {file}, not under {layer}"
-            );
-            declared.push(name);
-        }
-    }
-    declared.sort();
-    let mut listed: Vec<String> = PRODUCT
-        .iter()
-        .chain(HARNESS)
-        .map(|m| m.to_string())
-        .collect();
-    listed.sort();
-    assert_eq!(declared, listed, "lib.rs and the layer lists disagree");
+fn the_oracle_reads_no_clock() {
+    let found = impure_lines(&crate_sources("oracle"), CLOCK);
+    assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
-/// The check can fail: a planted harness import in a copy of the product is reported.
+/// The check can fail: a clock read planted in a copy of the contract is reported.
 #[test]
-fn a_planted_harness_import_is_caught() {
+fn a_planted_clock_read_is_caught() {
     let scratch = std::env::temp_dir().join(format!("tasklatch-layers-{}", std::process::id()));
-    let product = scratch.join("src/product");
     let _ = std::fs::remove_dir_all(&scratch);
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/product");
-    let mut files = Vec::new();
-    rust_files(&source, &mut files);
-    for file in &files {
-        let target = product.join(file.strip_prefix(&source).expect("under product"));
-        std::fs::create_dir_all(target.parent().expect("a parent")).expect("mkdir");
-        std::fs::copy(file, &target).expect("copy");
-    }
+    std::fs::create_dir_all(&scratch).expect("mkdir");
+    let source = crate_sources("contract").join("guard.rs");
+    let text = std::fs::read_to_string(&source).expect("read guard.rs");
+    let planted = scratch.join("guard.rs");
+    std::fs::write(&planted, &text).expect("write");
     assert!(
-        violations_in(&scratch).is_empty(),
-        "the unchanged copy is clean"
+        impure_lines(&scratch, CLOCK).is_empty(),
+        "the copy is clean"
     );
-    let planted = product.join("store/mod.rs");
-    let text = std::fs::read_to_string(&planted).expect("read");
-    std::fs::write(&planted, format!("{text}\nuse crate::{{contract, sim}};\n")).expect("write");
-    let leaf = product.join("mutants.rs");
-    let text = std::fs::read_to_string(&leaf).expect("read");
-    std::fs::write(&leaf, format!("{text}\nuse crate::store::TaskStore;\n")).expect("write");
-    let violations = violations_in(&scratch);
+    let clock =
+        "\nfn now() -> u128 { std::time::SystemTime::now().elapsed().unwrap().as_millis() }\n";
+    std::fs::write(
+        &planted,
+        format!("{text}{clock}// Instant::now in a comment\n"),
+    )
+    .expect("write");
+    let found = impure_lines(&scratch, CLOCK);
     let _ = std::fs::remove_dir_all(&scratch);
-    assert_eq!(violations.len(), 2, "{violations:?}");
+    assert_eq!(found.len(), 2, "{found:?}");
     assert!(
-        violations[0].contains("the mutant switch is a leaf"),
-        "{violations:?}"
-    );
-    assert!(
-        violations[1].contains("imports the harness module `sim`"),
-        "{violations:?}"
+        found.iter().all(|line| line.contains("guard.rs:")),
+        "{found:?}"
     );
 }

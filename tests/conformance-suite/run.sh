@@ -24,7 +24,7 @@ done
 # The extension's task scenarios (the acceptance bar), then the base-protocol server
 # scenarios that apply to a tools-and-tasks server of either era. The suite's other server
 # scenarios need prompts, resources, completions, logging, sampling or the "everything"
-# server's fixture tools (README, "Conformance").
+# server's fixture tools (docs/conformance.md).
 scenarios=(
   tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal
   tasks-mrtr-input tasks-request-headers tasks-dispatch-and-envelope tasks-status-notifications
