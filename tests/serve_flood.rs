@@ -341,6 +341,10 @@ fn abandoned_waits_leave_nothing_behind_and_do_not_slow_other_callers() {
         rss_peak_kb = rss_peak_kb.max(round.rss_peak_kb);
     }
     let flood_ended = Instant::now();
+    // The other caller stops with the flood: the idle share was measured with nobody
+    // polling, and its 200 polls a second would otherwise be counted as flood left-overs.
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (mut quiet, mut flooded) = poller.join().expect("the other caller");
     // Back to idle: the first 250-ms window whose share is within 5 % of a core of idle.
     let mut settled_after = None;
     let mut shares = Vec::new();
@@ -351,9 +355,6 @@ fn abandoned_waits_leave_nothing_behind_and_do_not_slow_other_callers() {
             settled_after = Some(flood_ended.elapsed());
         }
     }
-    std::thread::sleep(QUIET_ROUND);
-    done.store(true, std::sync::atomic::Ordering::SeqCst);
-    let (mut quiet, mut flooded) = poller.join().expect("the other caller");
     quiet.sort();
     flooded.sort();
     let (_, rss_end_kb) = usage(pid);
