@@ -44,7 +44,7 @@ pub use tasklatch_mutants as mutants;
 pub use tasklatch_oracle as check;
 pub use tasklatch_oracle::report;
 pub use tasklatch_probe as probe;
-pub use tasklatch_server::{load, mcp, runtime, store};
+pub use tasklatch_server::{builder, load, mcp, runtime, store, tool};
 
 #[cfg(feature = "mutants")]
 pub use tasklatch_harness::matrix;

@@ -1,16 +1,16 @@
 //! `tasklatch serve`: the MCP tasks server over stdio or Streamable HTTP, with the
-//! example tools, the runtime in-process, and a drain on SIGTERM.
+//! example tools, the runtime in-process, and a drain on SIGTERM: the flags made into a
+//! [`ServerBuilder`].
 
 use super::EXIT_BAD_INPUT;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use tasklatch::mcp::http::{self, HttpConfig, Tokens};
+use tasklatch::builder::ServerBuilder;
+use tasklatch::mcp::http::{self, Tokens};
 use tasklatch::mcp::limits::LimitsConfig;
-use tasklatch::mcp::server::stdio_negotiated;
-use tasklatch::mcp::{Assembly, ServerConfig, Session};
-use tasklatch::runtime::{BoxFuture, Env as _, NoProbe, Point, Probe, RuntimeConfig, TokioEnv};
-use tasklatch::store::{StoreOptions, StoreUrl, TaskStore, open_store};
+use tasklatch::runtime::{BoxFuture, Env as _, NoProbe, Point, Probe, TokioEnv};
+use tasklatch::store::StoreUrl;
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -90,63 +90,6 @@ pub struct ServeArgs {
     idle_timeout_ms: u64,
 }
 
-/// Resolves once a SIGTERM or SIGINT was received and the drain finished: the server
-/// stopped admitting and ended its blocked calls at once, then the workers had up to
-/// `drain_ms` to finish the tools they were running. A second signal ends the drain.
-///
-/// The handlers are installed here, synchronously, before the future is first polled:
-/// a SIGTERM sent as soon as the server says it listens must already be caught.
-fn drain_on_signal(
-    server: Arc<tasklatch::mcp::Server>,
-    runtime: Arc<tasklatch::runtime::Runtime>,
-    drain_ms: u64,
-) -> impl std::future::Future<Output = ()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let handlers = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    );
-    async move {
-        let (Ok(term), Ok(interrupt)) = handlers else {
-            eprintln!(
-                "tasklatch serve: cannot listen for SIGTERM; it will end the process at once"
-            );
-            return std::future::pending().await;
-        };
-        drained(term, interrupt, server, runtime, drain_ms).await;
-    }
-}
-
-async fn drained(
-    mut term: tokio::signal::unix::Signal,
-    mut interrupt: tokio::signal::unix::Signal,
-    server: Arc<tasklatch::mcp::Server>,
-    runtime: Arc<tasklatch::runtime::Runtime>,
-    drain_ms: u64,
-) {
-    let mut signalled = async || {
-        tokio::select! {
-            _ = term.recv() => "SIGTERM",
-            _ = interrupt.recv() => "SIGINT",
-        }
-    };
-    let name = signalled().await;
-    eprintln!(
-        "tasklatch serve: {name}: draining (admitting nothing, blocked calls ended, up to {drain_ms} ms for running tools)"
-    );
-    server.drain();
-    let left = tokio::select! {
-        left = runtime.drain(drain_ms) => left,
-        name = signalled() => {
-            eprintln!("tasklatch serve: {name} again: stopping now");
-            runtime.workers_running()
-        }
-    };
-    eprintln!(
-        "tasklatch serve: drained; {left} tool runs unfinished (delivered again after the lease)"
-    );
-}
-
 /// Stops a worker at one named point for a while, saying so on stderr first.
 struct HoldProbe {
     point: Point,
@@ -179,13 +122,6 @@ fn hold_probe(hold_at: Option<&str>) -> Result<Arc<dyn Probe>, String> {
 }
 
 pub fn serve(args: ServeArgs) -> ExitCode {
-    let store: Arc<dyn TaskStore> = match open_store(&args.store, &StoreOptions::default()) {
-        Ok(store) => Arc::from(store),
-        Err(error) => {
-            eprintln!("error: --store: {error}");
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
-    };
     let exports = args
         .exports
         .clone()
@@ -197,61 +133,10 @@ pub fn serve(args: ServeArgs) -> ExitCode {
             }
             _ => PathBuf::from("tasklatch-exports"),
         });
-    let anonymous = args.anonymous.then(|| "anonymous".to_owned());
-    let http = match (&args.http, &args.tokens) {
-        (None, _) => None,
-        (Some(_), None) if anonymous.is_none() => {
-            eprintln!(
-                "error: --http needs --tokens FILE or --anonymous (every caller must be identified)"
-            );
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
-        (Some(address), tokens) => {
-            let tokens = match tokens.as_deref().map(Tokens::load).transpose() {
-                Ok(tokens) => tokens.unwrap_or_default(),
-                Err(error) => {
-                    eprintln!("error: --tokens {error}");
-                    return ExitCode::from(EXIT_BAD_INPUT);
-                }
-            };
-            Some((
-                address.clone(),
-                HttpConfig {
-                    tokens,
-                    allowed_origins: args.allowed_origins.clone(),
-                    body_bytes_max: args.body_limit_bytes.max(1024),
-                    sessions_max: http::SESSIONS_MAX,
-                    anonymous,
-                },
-            ))
-        }
-    };
-    if args.workers == 0
-        || args.workers > 256
-        || args.lease_ms == 0
-        || args.connections_max == 0
-        || args.idle_timeout_ms == 0
-    {
-        eprintln!(
-            "error: --workers must be 1..=256, and --lease-ms, --connections-max and --idle-timeout-ms positive"
-        );
-        return ExitCode::from(EXIT_BAD_INPUT);
-    }
-    let limits = LimitsConfig {
-        waits_per_key_max: args.waits_per_caller,
-        requests_per_key_max: args.requests_per_caller,
-        sessions_per_key_max: args.sessions_per_caller,
-        polls_per_key_per_s: args.polls_per_second,
-        polls_per_key_burst: args.poll_burst,
-    };
-    if let Err(error) = limits.check() {
-        eprintln!("error: per-caller limits: {error}");
-        return ExitCode::from(EXIT_BAD_INPUT);
-    }
-    let probe = match hold_probe(args.hold_at.as_deref()) {
-        Ok(probe) => probe,
+    let (builder, address) = match configured(&args, exports.clone()) {
+        Ok(configured) => configured,
         Err(error) => {
-            eprintln!("error: --hold-at {error}");
+            eprintln!("error: {error}");
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
@@ -259,93 +144,75 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         Ok(tokio) => tokio,
         Err(code) => return code,
     };
-    let code = tokio.block_on(async move {
-        let Assembly { server, runtime } = Assembly::with_probe(
-            store,
-            exports.clone(),
-            Arc::new(TokioEnv),
-            ServerConfig {
-                conformance_tools: args.conformance_tools,
-                limits,
-                ..ServerConfig::default()
-            },
-            RuntimeConfig {
-                republish_after_ms: args.lease_ms,
-                queue_lease_ms: args.lease_ms,
-                ..RuntimeConfig::default()
-            },
-            probe,
-        );
-        // Other processes on the same store wake this one's blocked calls (PostgreSQL).
-        let _feed = match server.follow_store_changes() {
-            Ok(feed) => feed,
-            Err(error) => {
-                eprintln!("error: --store: {error}");
-                return ExitCode::FAILURE;
-            }
+    let said = format!(
+        "store {}, exports {}, {} workers",
+        args.store,
+        exports.display(),
+        args.workers
+    );
+    let served = tokio.block_on(async move {
+        let Some(address) = address else {
+            eprintln!("tasklatch serve: stdio, {said}");
+            return builder.serve_stdio().await;
         };
-        runtime.start(args.workers);
-        let drained = drain_on_signal(server.clone(), runtime.clone(), args.drain_ms);
-        if let Some((address, config)) = http {
-            let listener = match tokio::net::TcpListener::bind(&address).await {
-                Ok(listener) => listener,
-                Err(error) => {
-                    eprintln!("error: --http {address}: {error}");
-                    return ExitCode::from(EXIT_BAD_INPUT);
-                }
-            };
-            let bound = listener
-                .local_addr()
-                .map_or(address.clone(), |at| at.to_string());
-            // The line a supervisor (or a test) waits for.
-            println!("listening http://{bound}/mcp");
-            eprintln!(
-                "tasklatch serve: http://{bound}/mcp, store {}, exports {}, {} workers",
-                args.store,
-                exports.display(),
-                args.workers
-            );
-            // Requests are still served while draining (polls, cancels), until it ends.
-            let listening = http::Listening {
-                connections_max: args.connections_max,
-                idle_ms: args.idle_timeout_ms,
-            };
-            let router = http::router(server, config);
-            let served = tokio::select! {
-                served = http::serve_with(listener, router, listening) => served,
-                () = drained => Ok(()),
-            };
-            runtime.shut_down();
-            return match served {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(error) => {
-                    eprintln!("error: http server: {error}");
-                    ExitCode::FAILURE
-                }
-            };
-        }
-        eprintln!(
-            "tasklatch serve: stdio, store {}, exports {}, {} workers",
-            args.store,
-            exports.display(),
-            args.workers
-        );
-        let session = Session {
-            id: "stdio".into(),
-            auth_key: "stdio/requestor".into(),
-            negotiated: stdio_negotiated(),
-            idempotency_header: None,
-        };
-        let input = tokio::io::BufReader::new(tokio::io::stdin());
-        tokio::select! {
-            () = tasklatch::mcp::stdio::serve(server, session, input, tokio::io::stdout()) => {}
-            () = drained => {}
-        }
-        runtime.shut_down();
-        ExitCode::SUCCESS
+        let serving = builder.bind_http(&address).await?;
+        let bound = serving.local_addr();
+        // The line a supervisor (or a test) waits for.
+        println!("listening http://{bound}/mcp");
+        eprintln!("tasklatch serve: http://{bound}/mcp, {said}");
+        serving.run().await
     });
     // Workers blocked in a tool are abandoned: their tasks stay leased in the store and
     // are delivered again after --lease-ms by the next server.
     tokio.shutdown_timeout(std::time::Duration::from_millis(500));
-    code
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            match error.is_bad_input() {
+                true => ExitCode::from(EXIT_BAD_INPUT),
+                false => ExitCode::FAILURE,
+            }
+        }
+    }
+}
+
+/// The builder the flags describe, and the HTTP address (`None`: stdio).
+fn configured(
+    args: &ServeArgs,
+    exports: PathBuf,
+) -> Result<(ServerBuilder, Option<String>), String> {
+    let mut builder = ServerBuilder::new(&args.store)
+        .example_tools(exports, args.conformance_tools)
+        .workers(args.workers)
+        .lease_ms(args.lease_ms)
+        .drain_ms(args.drain_ms)
+        .limits(LimitsConfig {
+            waits_per_key_max: args.waits_per_caller,
+            requests_per_key_max: args.requests_per_caller,
+            sessions_per_key_max: args.sessions_per_caller,
+            polls_per_key_per_s: args.polls_per_second,
+            polls_per_key_burst: args.poll_burst,
+        })
+        .probe(hold_probe(args.hold_at.as_deref()).map_err(|error| format!("--hold-at {error}"))?);
+    if args.http.is_some() {
+        if args.tokens.is_none() && !args.anonymous {
+            return Err(
+                "--http needs --tokens FILE or --anonymous (every caller must be identified)"
+                    .into(),
+            );
+        }
+        if let Some(path) = &args.tokens {
+            builder =
+                builder.tokens(Tokens::load(path).map_err(|error| format!("--tokens {error}"))?);
+        }
+        builder = builder
+            .anonymous(args.anonymous)
+            .body_bytes_max(args.body_limit_bytes)
+            .connections(args.connections_max, args.idle_timeout_ms);
+        for origin in &args.allowed_origins {
+            builder = builder.allow_origin(origin);
+        }
+    }
+    Ok((builder, args.http.clone()))
 }

@@ -17,6 +17,10 @@
 //! - [`mcp`] — the MCP tasks server for both protocol eras (2025-11-25 core tasks and the
 //!   2026-07-28 extension `io.modelcontextprotocol/tasks`): JSON-RPC mapping, stdio and
 //!   Streamable HTTP.
+//! - [`tool`] — your tools as durable tasks: the [`Tool`](tool::Tool) trait (prepare →
+//!   decide → publish, the point of no return) and the [`Toolbox`](tool::Toolbox).
+//! - [`builder`] — [`ServerBuilder`](builder::ServerBuilder): a store URL, your toolbox,
+//!   limits and tokens, then stdio or Streamable HTTP, with a drain on SIGTERM.
 //! - [`load`] — reading JSON files with `PATH:LINE:COLUMN: FIELD: message` errors.
 //!
 //! What is deliberately absent: nothing here judges. The oracle, the engines and the probe
@@ -35,8 +39,10 @@ pub use tasklatch_contract as contract;
 // The mutant switch under the name the hooks have always used.
 use tasklatch_mutants as mutants;
 
+pub mod builder;
 pub mod load;
 pub mod mcp;
 pub mod runtime;
 pub mod store;
 mod sync;
+pub mod tool;

@@ -52,6 +52,11 @@ pub struct Tokens {
 }
 
 impl Tokens {
+    /// Whether no token is known.
+    pub fn is_empty(&self) -> bool {
+        self.by_digest.is_empty()
+    }
+
     /// Reads a tokens file: `{"tokens": {"<token>": "<authorization key>", …}}`.
     pub fn load(path: &Path) -> Result<Tokens, String> {
         let text = std::fs::read_to_string(path)

@@ -10,7 +10,8 @@
 //! - [`wire`] — framing, error codes, the `Task` object, timestamps.
 //! - [`server`] — [`server::Server`], the handler every transport and the simulation call.
 //! - [`modern`] — the 2026-07-28 era: envelope, `server/discover`, the extension's shapes.
-//! - [`tools`] — the built-in example tools (`export`, `archive`, `echo`).
+//! - [`tools`] — the [`tools::Catalog`] a server offers, and the built-in example tools
+//!   (`export`, `archive`, `echo`, `notify`).
 //! - [`suite_tools`] — the official conformance suite's fixture tools (`--conformance-tools`).
 //! - [`stdio`] — the stdio transport.
 //! - [`http`] — the Streamable HTTP transport (sessions, bearer tokens, SSE).
@@ -112,6 +113,24 @@ impl Assembly {
             env: env.clone(),
             conformance_tools: config.conformance_tools,
         });
+        Assembly::with_tools(store, tools, env, config, runtime_config, probe)
+    }
+
+    /// Builds both over `store` with `tools` — a [`crate::tool::BoundToolbox`] of your
+    /// own, or any set that is the server's [`tools::Catalog`], the runtime's
+    /// [`Tools`](crate::runtime::Tools) and its [`Effects`](crate::runtime::Effects) at once.
+    /// Nothing runs until [`Runtime::start`].
+    pub fn with_tools<T>(
+        store: Arc<dyn TaskStore>,
+        tools: Arc<T>,
+        env: Arc<dyn Env>,
+        config: ServerConfig,
+        runtime_config: RuntimeConfig,
+        probe: Arc<dyn Probe>,
+    ) -> Assembly
+    where
+        T: tools::Catalog + crate::runtime::Tools + crate::runtime::Effects + 'static,
+    {
         let server = Arc::new(Server::new(
             store.clone(),
             tools.clone(),
