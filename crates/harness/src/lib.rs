@@ -49,7 +49,7 @@ use tasklatch_oracle::report;
 #[cfg(feature = "mutants")]
 use tasklatch_probe as probe;
 #[cfg(all(feature = "sim", madsim))]
-use tasklatch_server::{mcp, runtime};
+use tasklatch_server::{mcp, runtime, tool};
 
 pub mod bench;
 pub mod conformance;

@@ -120,14 +120,18 @@ pub(super) async fn client(shared: Arc<Shared>, tenant: usize, era: Era) {
     for n in 0..client.shared.scenario.tasks_per_tenant {
         let key = format!("{}#{n}", client.caller);
         client.choose_ttl();
-        client
-            .create_with_retry(&key, &json!({ "tenant": tenant, "n": n }))
-            .await;
+        let arguments = match &client.shared.author {
+            Some(author) => author.arguments(tenant, n),
+            None => json!({ "tenant": tenant, "n": n }),
+        };
+        client.create_with_retry(&key, &arguments).await;
         // A buggy client reuses the key for another request: it must be refused.
         if madsim::rand::random::<u64>() % 100 < client.shared.knobs.key_reuse_percent {
-            client
-                .reuse_key(&key, &json!({ "tenant": tenant, "n": n, "altered": true }))
-                .await;
+            let altered = match &client.shared.author {
+                Some(author) => author.arguments(tenant, usize::MAX - n),
+                None => json!({ "tenant": tenant, "n": n, "altered": true }),
+            };
+            client.reuse_key(&key, &altered).await;
         }
     }
     // Poll each known task; then list, and adopt any own task the client never heard of
@@ -285,7 +289,11 @@ impl Client {
         key: &str,
         arguments: &serde_json::Value,
     ) -> (ClientOp, serde_json::Value) {
-        let digest = crate::contract::request_digest("tools/call", "export", Some(arguments));
+        let tool = match &self.shared.author {
+            Some(author) => author.tool.as_str(),
+            None => "export",
+        };
+        let digest = crate::contract::request_digest("tools/call", tool, Some(arguments));
         let op = ClientOp::Create {
             idempotency_key: Some(key.to_owned()),
             digest: digest.as_str().to_owned(),
@@ -297,14 +305,14 @@ impl Client {
         };
         let params = match self.era {
             Era::Core2025 => json!({
-                "name": "export",
+                "name": tool,
                 "arguments": arguments,
                 "task": self.task_params,
                 "_meta": { wire::IDEMPOTENCY_KEY: key },
             }),
             // The server directs creation (and picks the TTL: the scenario's default).
             Era::Extension2026 => json!({
-                "name": "export",
+                "name": tool,
                 "arguments": arguments,
                 "_meta": { wire::IDEMPOTENCY_KEY: key },
             }),

@@ -8,6 +8,7 @@
 //! seed on the calling thread and returns its outcome and trace hash; the same seed gives
 //! the same hash, whatever ran on the thread before it.
 
+mod author;
 mod client;
 mod faults;
 mod history;
@@ -19,6 +20,7 @@ pub mod shrink;
 mod tools;
 mod world;
 
+pub use author::WorldTools;
 pub use outcome::{
     SimOutcome, offset_ms, parse_seed_range, repro_command, seeds_from_env, store_for,
 };

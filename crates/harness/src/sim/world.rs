@@ -5,6 +5,7 @@
 use super::SimEnv;
 use super::scenario::{Breadth, FaultKind, Knobs, Plan, Scenario};
 use super::{
+    author::{AuthorWorld, RecordedTools, WorldTools},
     client::client,
     faults::{FaultyQueue, SimProbe, draw_breadth, draw_eras, draw_faults, draw_knobs},
     history::History,
@@ -13,8 +14,9 @@ use super::{
     tools::{Export, SimCatalog, SimEffects, SimNotify, Sink},
 };
 use crate::check::{self, CheckContext, Event, Injection, ServerFacts, Violation};
+use crate::mcp::tools::Catalog;
 use crate::mcp::{Server, ServerConfig};
-use crate::runtime::{Env, MemoryQueue, Point, Runtime, RuntimeConfig};
+use crate::runtime::{Effects, Env, MemoryQueue, Point, Runtime, RuntimeConfig, Tools};
 use crate::store::{MemoryFactory, StoreFactory, StoreOptions, TaskStore};
 use madsim::runtime::{Handle, NodeHandle};
 use std::collections::BTreeMap;
@@ -64,6 +66,7 @@ pub struct Sim<'a> {
     pub(super) scenario: &'a Scenario,
     pub(super) store: &'a dyn StoreFactory,
     pub(super) sweep: Option<Sweep>,
+    pub(super) tools: Option<&'a WorldTools>,
 }
 
 impl<'a> Sim<'a> {
@@ -73,6 +76,7 @@ impl<'a> Sim<'a> {
             scenario,
             store: &MemoryFactory,
             sweep: None,
+            tools: None,
         }
     }
 
@@ -88,6 +92,13 @@ impl<'a> Sim<'a> {
         self
     }
 
+    /// Runs an author's tools (a [`Toolbox`](crate::tool::Toolbox) of a server built on
+    /// `tasklatch-server`) in place of the built-in `export`: see [`WorldTools`].
+    pub fn tools(mut self, tools: &'a WorldTools) -> Sim<'a> {
+        self.tools = Some(tools);
+        self
+    }
+
     /// Runs one seed on the calling thread (madsim keeps per-thread state; a run leaves
     /// none behind), a panic caught and reported as a violation.
     pub fn run(&self, seed: u64) -> SimOutcome {
@@ -95,7 +106,7 @@ impl<'a> Sim<'a> {
             cursor_secret: Some(b"simulation".to_vec()),
         });
         let mut outcome = match opened {
-            Ok(store) => run_world(self.scenario, seed, self.sweep, store),
+            Ok(store) => run_world(self.scenario, seed, self.sweep, self.tools, store),
             Err(error) => SimOutcome::unfinished(
                 self.scenario,
                 seed,
@@ -113,10 +124,12 @@ pub(super) fn run_world(
     scenario: &Scenario,
     seed: u64,
     sweep: Option<Sweep>,
+    tools: Option<&WorldTools>,
     store: Box<dyn TaskStore>,
 ) -> SimOutcome {
     let name = scenario.name.clone();
     let scenario = scenario.clone();
+    let tools = tools.cloned();
     // Kept outside the simulation, so a panicking run still leaves its history.
     let history = Arc::new(History::default());
     let recorded = history.clone();
@@ -125,7 +138,7 @@ pub(super) fn run_world(
             madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
         // Simulated time; a run that does not finish by then is a hang, reported as one.
         runtime.set_time_limit(Duration::from_secs(3_600));
-        runtime.block_on(simulate(scenario, seed, recorded, sweep, store))
+        runtime.block_on(simulate(scenario, seed, recorded, sweep, tools, store))
     });
     joined.unwrap_or_else(|panic| {
         let (events, lanes) = history.take();
@@ -189,20 +202,39 @@ pub(super) struct Shared {
     pub(super) known: Mutex<Vec<String>>,
     /// The MCP handler the clients speak to.
     pub(super) server: Arc<Server>,
+    /// An author's tools, run in place of the built-in export.
+    pub(super) author: Option<AuthorWorld>,
 }
 
 impl Shared {
     pub(super) fn runtime(&self, node: Arc<Mutex<Option<madsim::task::NodeId>>>) -> Arc<Runtime> {
-        Arc::new(
-            Runtime::new(
-                self.store.clone(),
-                self.queue.clone(),
+        let (tools, effects): (Arc<dyn Tools>, Arc<dyn Effects>) = match &self.author {
+            Some(author) => {
+                let recorded = Arc::new(RecordedTools {
+                    inner: author.bound.clone(),
+                    sink: self.sink.clone(),
+                    history: self.history.clone(),
+                });
+                (recorded.clone(), recorded)
+            }
+            None => (
                 Arc::new(Export {
                     sink: self.sink.clone(),
                     history: self.history.clone(),
                     tool_ms: (self.scenario.tool_ms[0], self.scenario.tool_ms[1]),
                     breadth: self.breadth.clone(),
                 }),
+                Arc::new(SimEffects {
+                    sink: self.sink.clone(),
+                    history: self.history.clone(),
+                }),
+            ),
+        };
+        Arc::new(
+            Runtime::new(
+                self.store.clone(),
+                self.queue.clone(),
+                tools,
                 Arc::new(SimEnv),
                 Arc::new(SimProbe {
                     history: self.history.clone(),
@@ -225,10 +257,7 @@ impl Shared {
                     retry_after_ms: 50,
                 },
             )
-            .with_effects(Arc::new(SimEffects {
-                sink: self.sink.clone(),
-                history: self.history.clone(),
-            })),
+            .with_effects(effects),
         )
     }
 }
@@ -277,6 +306,7 @@ pub(super) async fn simulate(
     seed: u64,
     history: Arc<History>,
     sweep: Option<Sweep>,
+    tools: Option<WorldTools>,
     inner: Box<dyn TaskStore>,
 ) -> SimOutcome {
     let handle = Handle::current();
@@ -328,6 +358,18 @@ pub(super) async fn simulate(
         issued: Mutex::new(Vec::new()),
     });
     let faults_on = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let author = tools.map(|tools| {
+        AuthorWorld::open(
+            &tools,
+            &scenario.name,
+            seed,
+            store.clone() as Arc<dyn TaskStore>,
+        )
+    });
+    let catalog: Arc<dyn Catalog> = match &author {
+        Some(author) => author.bound.clone(),
+        None => Arc::new(SimCatalog),
+    };
     let shared = Arc::new(Shared {
         scenario: scenario.clone(),
         knobs: knobs.clone(),
@@ -348,7 +390,7 @@ pub(super) async fn simulate(
         known: Mutex::new(Vec::new()),
         server: Arc::new(Server::new(
             store.clone(),
-            Arc::new(SimCatalog),
+            catalog,
             Arc::new(SimEnv),
             ServerConfig {
                 ttl_ms_default: server_facts.ttl_ms_default,
@@ -361,6 +403,7 @@ pub(super) async fn simulate(
                 ..ServerConfig::default()
             },
         )),
+        author,
     });
     let mut killable = vec![runtime_node(
         &handle,
@@ -480,7 +523,7 @@ pub(super) async fn simulate(
 
     // The run is over: take the history rather than copy it.
     let (events, lanes) = history.take();
-    let violations = check::check(
+    let mut violations = check::check(
         &events,
         &CheckContext {
             liveness_deadline_ms: Some(liveness_deadline_ms),
@@ -488,6 +531,9 @@ pub(super) async fn simulate(
             server: Some(server_facts),
         },
     );
+    if let Some(author) = &shared.author {
+        violations.extend(author.world_violations(&events, &*shared.store));
+    }
     let trace_hash = trace_hash(&events, &lanes);
     let marks = std::mem::take(&mut *history.marks.lock().expect("marks"));
     let outcome = SimOutcome {
