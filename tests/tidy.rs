@@ -20,15 +20,11 @@ use std::path::{Path, PathBuf};
 const FILE_LINES_MAX: usize = 1_000;
 /// Files still over [`FILE_LINES_MAX`], each with the most lines it may have. Split one and
 /// remove it; never add one.
-const FILES_OVER_LIMIT: &[(&str, usize)] = &[
-    ("crates/harness/src/conformance.rs", 3_025),
-    ("crates/harness/src/interleave/prop.rs", 2_000),
-    ("crates/server/src/mcp/server.rs", 1_357),
-];
+const FILES_OVER_LIMIT: &[(&str, usize)] = &[];
 /// Where the function ratchet is headed (TigerBeetle's 70 is the style's soft limit).
 const FN_LINES_GOAL: usize = 100;
 /// The longest function in the crates, `src/` and `examples/`: may only go down.
-const FN_LINES_MAX: usize = 267;
+const FN_LINES_MAX: usize = 173;
 /// The longest test function: may only go down.
 const TEST_FN_LINES_MAX: usize = 226;
 

@@ -49,7 +49,10 @@ use tasklatch_oracle::report;
 #[cfg(feature = "mutants")]
 use tasklatch_probe as probe;
 #[cfg(all(feature = "sim", madsim))]
-use tasklatch_server::{mcp, runtime, tool};
+use tasklatch_server::{mcp, tool};
+// The proptest machine settles effects through the runtime's `effect` module too.
+#[cfg(any(all(feature = "sim", madsim), feature = "proptest"))]
+use tasklatch_server::runtime;
 
 pub mod bench;
 pub mod conformance;

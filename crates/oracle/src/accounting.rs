@@ -110,146 +110,12 @@ pub(super) fn check(history: &[Event], out: &mut Vec<Violation>) {
                     .map(String::as_str)
                     .collect();
             }
-            Event::Client {
-                client,
-                op: ClientOp::Create { .. },
-                result: ClientResult::Fail { unavailable },
-                at_ms,
-                ..
-            } => {
-                let explained = *unavailable
-                    && (outages
-                        .iter()
-                        .any(|(down, up)| *down <= *at_ms && up.is_none_or(|up| *at_ms <= up))
-                        || collision_at.contains(at_ms));
-                if !explained {
-                    let answer = if *unavailable {
-                        "store unavailable with the store node up"
-                    } else {
-                        "an error"
-                    };
-                    found.f2.push(violation(
-                        "F2",
-                        "",
-                        format!(
-                            "{client}'s create was answered {answer}, and no injected fault explains it"
-                        ),
-                        vec![index],
-                    ));
-                }
+            Event::Client { .. } => {
+                client_failed(event, index, &outages, &collision_at, &mut found)
             }
-            Event::Refused {
-                task_id,
-                caller,
-                kind,
-                expected_version,
-                next,
-                answered,
-                decision,
-                at_ms,
-            } => {
-                let task = tasks.get(task_id.as_str());
-                let reason = match task {
-                    None => true,
-                    Some(task) if task.owner != caller || task.expired(*at_ms) => true,
-                    Some(task) if task.terminal() => true,
-                    Some(task) => match kind {
-                        AppliedKind::Transition => {
-                            *expected_version != Some(task.version)
-                                || next.is_none_or(|next| {
-                                    task.status.is_none_or(|status| !legal(status, next))
-                                })
-                        }
-                        AppliedKind::Input => {
-                            task.status != Some(TaskStatus::InputRequired)
-                                || !answered.iter().any(|key| task.open.contains(key.as_str()))
-                        }
-                        AppliedKind::Cancel => task.past_point,
-                        AppliedKind::Create => false,
-                    },
-                };
-                if !reason {
-                    let state = task.map_or(String::new(), |task| {
-                        format!(
-                            " (stored {:?} v{}, owner {})",
-                            task.status, task.version, task.owner
-                        )
-                    });
-                    found.f3.push(violation(
-                        "F3",
-                        task_id,
-                        format!(
-                            "a {kind:?} by {caller} was refused with {decision:?}, and \
-                             nothing applied before explains it{state}"
-                        ),
-                        vec![index],
-                    ));
-                }
-            }
-            Event::Runtime {
-                what,
-                task_id,
-                at_ms,
-            } => {
-                let task = tasks.get(task_id.as_str());
-                match what {
-                    RuntimeNote::DuplicateAbsorbed if !task.is_some_and(TaskState::terminal) => {
-                        found.c1.push(violation(
-                            "C1",
-                            task_id,
-                            format!(
-                                "a worker dropped a delivery as a duplicate of a finished \
-                                 task, but the task is {:?}",
-                                task.and_then(|task| task.status)
-                            ),
-                            vec![index],
-                        ));
-                    }
-                    RuntimeNote::ExpiredBeforeRun
-                        if task.is_some_and(|task| !task.expired(*at_ms)) =>
-                    {
-                        found.c3.push(violation(
-                            "C3",
-                            task_id,
-                            "a worker dropped a delivery as gone or expired, but the task \
-                             is live"
-                                .into(),
-                            vec![index],
-                        ));
-                    }
-                    _ => {}
-                }
-            }
-            Event::Claimed {
-                task_id,
-                attempt,
-                status,
-                version,
-                ..
-            } => {
-                let task = tasks.entry(task_id).or_default();
-                let mut wrong = Vec::new();
-                if task.status != Some(*status) || task.version != *version {
-                    wrong.push(format!(
-                        "reported {status} v{version}, stored is {:?} v{}",
-                        task.status, task.version
-                    ));
-                }
-                if *attempt != task.attempt + 1 {
-                    wrong.push(format!("attempt {attempt} after attempt {}", task.attempt));
-                }
-                let mut events = vec![index];
-                if let Some(acked) = task.retired {
-                    wrong.push("claimed after an acknowledgement retired the entry".into());
-                    events.insert(0, acked);
-                }
-                task.attempt = *attempt;
-                for detail in wrong {
-                    found
-                        .c2
-                        .push(violation("C2", task_id, detail, events.clone()));
-                }
-            }
+            Event::Refused { .. } => refused(event, index, &tasks, &mut found),
+            Event::Runtime { .. } => runtime_note(event, index, &tasks, &mut found),
+            Event::Claimed { .. } => claimed(event, index, &mut tasks, &mut found),
             Event::Acked {
                 task_id,
                 retired: true,
@@ -289,6 +155,182 @@ pub(super) fn check(history: &[Event], out: &mut Vec<Violation>) {
     } = found;
     for rule in [f2, f3, c1, c2, c3, c4] {
         out.extend(rule);
+    }
+}
+
+/// F2: a client's create answered with a failure that no injected fault explains.
+fn client_failed(
+    event: &Event,
+    index: usize,
+    outages: &[(u64, Option<u64>)],
+    collision_at: &BTreeSet<u64>,
+    found: &mut Found,
+) {
+    let Event::Client {
+        client,
+        op: ClientOp::Create { .. },
+        result: ClientResult::Fail { unavailable },
+        at_ms,
+        ..
+    } = event
+    else {
+        return;
+    };
+    let explained = *unavailable
+        && (outages
+            .iter()
+            .any(|(down, up)| *down <= *at_ms && up.is_none_or(|up| *at_ms <= up))
+            || collision_at.contains(at_ms));
+    if !explained {
+        let answer = if *unavailable {
+            "store unavailable with the store node up"
+        } else {
+            "an error"
+        };
+        found.f2.push(violation(
+            "F2",
+            "",
+            format!("{client}'s create was answered {answer}, and no injected fault explains it"),
+            vec![index],
+        ));
+    }
+}
+
+/// F3: a write refused with nothing applied before to explain it.
+fn refused(event: &Event, index: usize, tasks: &BTreeMap<&str, TaskState<'_>>, found: &mut Found) {
+    let Event::Refused {
+        task_id,
+        caller,
+        kind,
+        expected_version,
+        next,
+        answered,
+        decision,
+        at_ms,
+    } = event
+    else {
+        return;
+    };
+    let task = tasks.get(task_id.as_str());
+    let reason = match task {
+        None => true,
+        Some(task) if task.owner != caller || task.expired(*at_ms) => true,
+        Some(task) if task.terminal() => true,
+        Some(task) => match kind {
+            AppliedKind::Transition => {
+                *expected_version != Some(task.version)
+                    || next.is_none_or(|next| task.status.is_none_or(|status| !legal(status, next)))
+            }
+            AppliedKind::Input => {
+                task.status != Some(TaskStatus::InputRequired)
+                    || !answered.iter().any(|key| task.open.contains(key.as_str()))
+            }
+            AppliedKind::Cancel => task.past_point,
+            AppliedKind::Create => false,
+        },
+    };
+    if !reason {
+        let state = task.map_or(String::new(), |task| {
+            format!(
+                " (stored {:?} v{}, owner {})",
+                task.status, task.version, task.owner
+            )
+        });
+        found.f3.push(violation(
+            "F3",
+            task_id,
+            format!(
+                "a {kind:?} by {caller} was refused with {decision:?}, and \
+                     nothing applied before explains it{state}"
+            ),
+            vec![index],
+        ));
+    }
+}
+
+/// C1 and C3: a delivery dropped as a duplicate of a finished task, or as gone or
+/// expired, only when it is.
+fn runtime_note(
+    event: &Event,
+    index: usize,
+    tasks: &BTreeMap<&str, TaskState<'_>>,
+    found: &mut Found,
+) {
+    let Event::Runtime {
+        what,
+        task_id,
+        at_ms,
+    } = event
+    else {
+        return;
+    };
+    let task = tasks.get(task_id.as_str());
+    match what {
+        RuntimeNote::DuplicateAbsorbed if !task.is_some_and(TaskState::terminal) => {
+            found.c1.push(violation(
+                "C1",
+                task_id,
+                format!(
+                    "a worker dropped a delivery as a duplicate of a finished \
+                         task, but the task is {:?}",
+                    task.and_then(|task| task.status)
+                ),
+                vec![index],
+            ));
+        }
+        RuntimeNote::ExpiredBeforeRun if task.is_some_and(|task| !task.expired(*at_ms)) => {
+            found.c3.push(violation(
+                "C3",
+                task_id,
+                "a worker dropped a delivery as gone or expired, but the task \
+                     is live"
+                    .into(),
+                vec![index],
+            ));
+        }
+        _ => {}
+    }
+}
+
+/// C2: a claim reports the stored state, counts its attempts, and never takes a retired
+/// entry.
+fn claimed<'a>(
+    event: &'a Event,
+    index: usize,
+    tasks: &mut BTreeMap<&'a str, TaskState<'a>>,
+    found: &mut Found,
+) {
+    let Event::Claimed {
+        task_id,
+        attempt,
+        status,
+        version,
+        ..
+    } = event
+    else {
+        return;
+    };
+    let task = tasks.entry(task_id).or_default();
+    let mut wrong = Vec::new();
+    if task.status != Some(*status) || task.version != *version {
+        wrong.push(format!(
+            "reported {status} v{version}, stored is {:?} v{}",
+            task.status, task.version
+        ));
+    }
+    if *attempt != task.attempt + 1 {
+        wrong.push(format!("attempt {attempt} after attempt {}", task.attempt));
+    }
+    let mut events = vec![index];
+    if let Some(acked) = task.retired {
+        wrong.push("claimed after an acknowledgement retired the entry".into());
+        events.insert(0, acked);
+    }
+    task.attempt = *attempt;
+    for detail in wrong {
+        found
+            .c2
+            .push(violation("C2", task_id, detail, events.clone()));
     }
 }
 

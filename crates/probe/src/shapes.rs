@@ -1,7 +1,7 @@
 //! Phase 1: the wire shapes of each era, one check at a time. Each check names the spec's
 //! strength (MUST / SHOULD) and keeps the exchanges that decided it.
 
-use super::peer::{self, RELATED_TASK, TaskView, code};
+use super::peer::{self, Facts, Peer, RELATED_TASK, TaskView, code};
 use super::transport::{Clock, Exchange};
 use super::{CheckOutcome, Config, Level, Opened, Verdict, era_name};
 use crate::contract::{Era, TaskStatus};
@@ -204,7 +204,61 @@ async fn core_2025(context: &Context<'_>, out: &mut Outcomes) {
     let peer = &opened.peer;
     let facts = &opened.facts;
 
-    // Capabilities: every member an object (the schema types them so; `true` is not one).
+    capability_checks_2025(facts, out);
+
+    tool_support_checks(opened, facts, out);
+
+    unknown_id_checks(peer, out).await;
+
+    let created = create_task(context).await;
+    let (create, view) = match created {
+        Ok(created) => created,
+        Err(why) => {
+            for check in [
+                "shapes.create.task-fields",
+                "shapes.get.task-fields",
+                "shapes.get.no-related-task-meta",
+                "shapes.get.unknown-params-tolerated",
+                "shapes.result.waits-for-terminal",
+                "shapes.result.related-task-meta",
+                "shapes.cancel.answers-cancelled",
+                "shapes.cancel.terminal-refused",
+            ] {
+                out.not_applicable(check, Level::Must, &why);
+            }
+            list_checks(context, out, Err(&why)).await;
+            return;
+        }
+    };
+    out.judge(
+        "shapes.create.task-fields",
+        Level::Must,
+        "result.task carries taskId, status, createdAt, lastUpdatedAt and ttl",
+        task_problem(&view, "result.task"),
+        &[&create],
+    );
+
+    get_checks_2025(peer, &create, &view, out).await;
+
+    result_checks_2025(context, &view, out).await;
+
+    list_checks(context, out, Ok(&view)).await;
+
+    if facts.cancel() {
+        cancel_checks(context, out, &view).await;
+    } else {
+        for check in [
+            "shapes.cancel.answers-cancelled",
+            "shapes.cancel.terminal-refused",
+        ] {
+            out.not_applicable(check, Level::Must, "n/a: tasks.cancel is not declared");
+        }
+    }
+}
+
+/// `capabilities.tasks` and each member an object (the schema types them so; `true` is
+/// not one).
+fn capability_checks_2025(facts: &Facts, out: &mut Outcomes) {
     let tasks = &facts.capabilities["tasks"];
     let mut problems = Vec::new();
     if !tasks.is_object() {
@@ -243,7 +297,11 @@ async fn core_2025(context: &Context<'_>, out: &mut Outcomes) {
         (!problems.is_empty()).then(|| problems.join("; ")),
         &[],
     );
+}
 
+/// Every `execution.taskSupport` one of the three values, and task-capable tools declared
+/// with the capability clients need to create tasks.
+fn tool_support_checks(opened: &Opened, facts: &Facts, out: &mut Outcomes) {
     let wrong: Vec<String> = opened
         .tools
         .iter()
@@ -291,7 +349,10 @@ async fn core_2025(context: &Context<'_>, out: &mut Outcomes) {
             &[],
         );
     }
+}
 
+/// `tasks/get`, `tasks/result` and `tasks/cancel` of an id nobody was given.
+async fn unknown_id_checks(peer: &Peer, out: &mut Outcomes) {
     for (check, method) in [
         ("shapes.get.unknown-id", "tasks/get"),
         ("shapes.result.unknown-id", "tasks/result"),
@@ -302,35 +363,11 @@ async fn core_2025(context: &Context<'_>, out: &mut Outcomes) {
             .await;
         out.expect_error(check, Level::Must, code::INVALID_PARAMS, &exchange);
     }
+}
 
-    let created = create_task(context).await;
-    let (create, view) = match created {
-        Ok(created) => created,
-        Err(why) => {
-            for check in [
-                "shapes.create.task-fields",
-                "shapes.get.task-fields",
-                "shapes.get.no-related-task-meta",
-                "shapes.get.unknown-params-tolerated",
-                "shapes.result.waits-for-terminal",
-                "shapes.result.related-task-meta",
-                "shapes.cancel.answers-cancelled",
-                "shapes.cancel.terminal-refused",
-            ] {
-                out.not_applicable(check, Level::Must, &why);
-            }
-            list_checks(context, out, Err(&why)).await;
-            return;
-        }
-    };
-    out.judge(
-        "shapes.create.task-fields",
-        Level::Must,
-        "result.task carries taskId, status, createdAt, lastUpdatedAt and ttl",
-        task_problem(&view, "result.task"),
-        &[&create],
-    );
-
+/// The created task as `tasks/get` shows it: its fields, no related-task `_meta`, and an
+/// unknown param tolerated.
+async fn get_checks_2025(peer: &Peer, create: &Exchange, view: &TaskView, out: &mut Outcomes) {
     let get = peer.get(&view.task_id).await;
     let shown = peer.shown(&get);
     out.judge(
@@ -352,7 +389,7 @@ async fn core_2025(context: &Context<'_>, out: &mut Outcomes) {
             }
             Some(shown) => task_problem(shown, "tasks/get result"),
         },
-        &[&create, &get],
+        &[create, &get],
     );
     out.judge(
         "shapes.get.no-related-task-meta",
@@ -380,8 +417,11 @@ async fn core_2025(context: &Context<'_>, out: &mut Outcomes) {
         },
         &[&tolerant],
     );
+}
 
-    // tasks/result blocks until the task is terminal, then answers with the related task.
+/// `tasks/result` blocks until the task is terminal, then answers with the related task.
+async fn result_checks_2025(context: &Context<'_>, view: &TaskView, out: &mut Outcomes) {
+    let peer = &context.opened.peer;
     let mut result_peer = peer.sibling();
     result_peer.timeout = context.config.task_timeout;
     let result = result_peer.result(&view.task_id).await;
@@ -428,19 +468,6 @@ async fn core_2025(context: &Context<'_>, out: &mut Outcomes) {
             Level::Must,
             "n/a: tasks/result answered with an error (an error object has no _meta)",
         ),
-    }
-
-    list_checks(context, out, Ok(&view)).await;
-
-    if facts.cancel() {
-        cancel_checks(context, out, &view).await;
-    } else {
-        for check in [
-            "shapes.cancel.answers-cancelled",
-            "shapes.cancel.terminal-refused",
-        ] {
-            out.not_applicable(check, Level::Must, "n/a: tasks.cancel is not declared");
-        }
     }
 }
 

@@ -22,10 +22,6 @@ const TOP: f64 = 58.0;
 /// The diagram of `outcome`, titled `title`.
 pub fn render(outcome: &SimOutcome, title: &str) -> String {
     let lanes = lane_order(outcome.lanes.iter().chain(&outcome.nodes));
-    let lane_y = |lane: &str| {
-        let index = lanes.iter().position(|name| name == lane).unwrap_or(0);
-        TOP + LANE_HEIGHT * index as f64 + LANE_HEIGHT / 2.0
-    };
     // The phase marker alone does not stretch the axis: a short race stays readable.
     let end_ms = outcome
         .history
@@ -37,7 +33,6 @@ pub fn render(outcome: &SimOutcome, title: &str) -> String {
         .max(1)
         * 21
         / 20;
-    let x = |ms: u64| LABEL_WIDTH + PLOT_WIDTH * ms as f64 / end_ms as f64;
     let height = TOP + LANE_HEIGHT * lanes.len() as f64 + 100.0;
     let width = LABEL_WIDTH + PLOT_WIDTH + 20.0;
     let first = outcome.violations.first();
@@ -68,7 +63,41 @@ pub fn render(outcome: &SimOutcome, title: &str) -> String {
         "<text x=\"8\" y=\"36\" fill=\"#b00020\">{}</text>",
         escape(&headline)
     );
-    // Lanes and the time axis.
+    let geo = Geometry {
+        axis_y: TOP + LANE_HEIGHT * lanes.len() as f64,
+        lanes,
+        end_ms,
+    };
+    lanes_and_axis(&geo, &mut svg);
+    fault_bands(&geo, outcome, &timeline, &mut svg);
+    event_marks(&geo, outcome, &timeline, focus, &mut svg);
+    let points = violation_marks(&geo, outcome, &timeline, &cited, &mut svg);
+    legend(&geo, &timeline, &points, &mut svg);
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// Where things go: a lane's middle, a time's abscissa.
+struct Geometry {
+    lanes: Vec<String>,
+    end_ms: u64,
+    axis_y: f64,
+}
+
+impl Geometry {
+    fn x(&self, ms: u64) -> f64 {
+        LABEL_WIDTH + PLOT_WIDTH * ms as f64 / self.end_ms as f64
+    }
+
+    fn lane_y(&self, lane: &str) -> f64 {
+        let index = self.lanes.iter().position(|name| name == lane).unwrap_or(0);
+        TOP + LANE_HEIGHT * index as f64 + LANE_HEIGHT / 2.0
+    }
+}
+
+/// Lanes and the time axis.
+fn lanes_and_axis(geo: &Geometry, svg: &mut String) {
+    let (lanes, end_ms) = (&geo.lanes, geo.end_ms);
     for (index, lane) in lanes.iter().enumerate() {
         let top = TOP + LANE_HEIGHT * index as f64;
         let shade = if index % 2 == 0 { "#f4f6f8" } else { "#ffffff" };
@@ -80,19 +109,23 @@ pub fn render(outcome: &SimOutcome, title: &str) -> String {
             escape(lane)
         );
     }
-    let axis_y = TOP + LANE_HEIGHT * lanes.len() as f64;
+    let axis_y = geo.axis_y;
     for tick in 0..=10u64 {
         let ms = end_ms * tick / 10;
         let _ = writeln!(
             svg,
             "<line x1=\"{0:.1}\" y1=\"{TOP}\" x2=\"{0:.1}\" y2=\"{axis_y}\" stroke=\"#dde\" stroke-width=\"0.5\"/>\
              <text x=\"{0:.1}\" y=\"{1:.1}\" text-anchor=\"middle\" fill=\"#667\">{ms} ms</text>",
-            x(ms),
+            geo.x(ms),
             axis_y + 14.0
         );
     }
+}
 
-    // Fault bands: "<kind> begins" opens one on its lane, "<kind> ends" closes it.
+/// Fault bands: "<kind> begins" opens one on its lane, "<kind> ends" closes it; clock
+/// jumps, crashes at a point and the liveness phase are lines and crosses.
+fn fault_bands(geo: &Geometry, outcome: &SimOutcome, timeline: &[String], svg: &mut String) {
+    let (axis_y, end_ms) = (geo.axis_y, geo.end_ms);
     let mut open: BTreeMap<&str, (u64, String)> = BTreeMap::new();
     for (index, (event, lane)) in outcome.history.iter().zip(&outcome.lanes).enumerate() {
         let Event::Fault { what, .. } = event else {
@@ -105,7 +138,7 @@ pub fn render(outcome: &SimOutcome, title: &str) -> String {
                 let _ = writeln!(
                     svg,
                     "<line x1=\"{0:.1}\" y1=\"{TOP}\" x2=\"{0:.1}\" y2=\"{axis_y}\" stroke=\"#7b1fa2\" stroke-dasharray=\"4 3\"><title>{tip}</title></line>",
-                    x(at_ms)
+                    geo.x(at_ms)
                 );
             } else {
                 open.insert(lane.as_str(), (at_ms, kind.to_owned()));
@@ -121,16 +154,16 @@ pub fn render(outcome: &SimOutcome, title: &str) -> String {
                     svg,
                     "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{colour}\" fill-opacity=\"0.25\" stroke=\"{colour}\"><title>{kind} {began_ms}..{at_ms} ms</title></rect>\
                      <text x=\"{:.1}\" y=\"{:.1}\" fill=\"{colour}\" font-size=\"9\">{kind}</text>",
-                    x(began_ms),
-                    lane_y(lane) - LANE_HEIGHT / 2.0 + 2.0,
-                    (x(at_ms) - x(began_ms)).max(2.0),
+                    geo.x(began_ms),
+                    geo.lane_y(lane) - LANE_HEIGHT / 2.0 + 2.0,
+                    (geo.x(at_ms) - geo.x(began_ms)).max(2.0),
                     LANE_HEIGHT - 4.0,
-                    x(began_ms) + 2.0,
-                    lane_y(lane) - LANE_HEIGHT / 2.0 + 11.0
+                    geo.x(began_ms) + 2.0,
+                    geo.lane_y(lane) - LANE_HEIGHT / 2.0 + 11.0
                 );
             }
         } else if what.starts_with("crash node") {
-            let (cx, cy) = (x(at_ms), lane_y(lane));
+            let (cx, cy) = (geo.x(at_ms), geo.lane_y(lane));
             let _ = writeln!(
                 svg,
                 "<path d=\"M{:.1} {:.1} l10 10 m0 -10 l-10 10\" stroke=\"#e53935\" stroke-width=\"2.5\"><title>{tip}</title></path>",
@@ -142,20 +175,28 @@ pub fn render(outcome: &SimOutcome, title: &str) -> String {
                 svg,
                 "<line x1=\"{0:.1}\" y1=\"{TOP}\" x2=\"{0:.1}\" y2=\"{axis_y}\" stroke=\"#2e7d32\" stroke-dasharray=\"8 4\"><title>{tip}</title></line>\
                  <text x=\"{1:.1}\" y=\"{2:.1}\" fill=\"#2e7d32\">liveness phase</text>",
-                x(at_ms),
-                x(at_ms) + 4.0,
+                geo.x(at_ms),
+                geo.x(at_ms) + 4.0,
                 TOP - 4.0
             );
         }
     }
+}
 
-    // Events: faint unless they concern the violated task.
+/// Events: faint unless they concern the violated task.
+fn event_marks(
+    geo: &Geometry,
+    outcome: &SimOutcome,
+    timeline: &[String],
+    focus: &str,
+    svg: &mut String,
+) {
     for (index, (event, lane)) in outcome.history.iter().zip(&outcome.lanes).enumerate() {
         let Some((shape, colour, task)) = glyph(event) else {
             continue;
         };
         let strong = !focus.is_empty() && task == focus;
-        let (cx, cy) = (x(offset_ms(event)), lane_y(lane));
+        let (cx, cy) = (geo.x(offset_ms(event)), geo.lane_y(lane));
         let opacity = if strong { "1" } else { "0.3" };
         let tip = if strong {
             format!(
@@ -189,14 +230,22 @@ pub fn render(outcome: &SimOutcome, title: &str) -> String {
             ),
         };
     }
+}
 
-    // The violation: the cited events ringed and joined in time order.
+/// The violation: the cited events ringed and joined in time order.
+fn violation_marks(
+    geo: &Geometry,
+    outcome: &SimOutcome,
+    timeline: &[String],
+    cited: &[usize],
+    svg: &mut String,
+) -> Vec<(f64, f64, usize)> {
     let mut points: Vec<(f64, f64, usize)> = cited
         .iter()
         .filter_map(|index| {
             let event = outcome.history.get(*index)?;
             let lane = outcome.lanes.get(*index)?;
-            Some((x(offset_ms(event)), lane_y(lane), *index))
+            Some((geo.x(offset_ms(event)), geo.lane_y(lane), *index))
         })
         .collect();
     points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.2.cmp(&b.2)));
@@ -224,8 +273,12 @@ pub fn render(outcome: &SimOutcome, title: &str) -> String {
         );
     }
 
-    // Legend and the cited events spelled out.
-    let legend_y = axis_y + 34.0;
+    points
+}
+
+/// Legend and the cited events spelled out.
+fn legend(geo: &Geometry, timeline: &[String], points: &[(f64, f64, usize)], svg: &mut String) {
+    let legend_y = geo.axis_y + 34.0;
     let _ = writeln!(
         svg,
         "<text x=\"8\" y=\"{legend_y:.1}\" fill=\"#445\">● client op: blue create, grey get, purple result, orange cancel, teal list, red lost answer   \
@@ -246,8 +299,6 @@ pub fn render(outcome: &SimOutcome, title: &str) -> String {
             ))
         );
     }
-    svg.push_str("</svg>\n");
-    svg
 }
 
 /// The events the oracle cites, and for each cited store write the write it landed on

@@ -426,8 +426,8 @@ mod tests {
         out
     }
 
-    #[test]
-    fn lines_equal_the_debug_rendering() {
+    /// A result with every JSON oddity, an RPC error with data and one without.
+    fn sample_outcomes() -> [TaskOutcome; 3] {
         let outcome = TaskOutcome::Result {
             result: json!({
                 "content": [{ "type": "text", "text": "é\n\"x\"" }, [], {}, [null, true, -3]],
@@ -449,7 +449,11 @@ mod tests {
             message: "\"quoted\"".into(),
             data: None,
         };
-        let revealed = |outcome: Option<TaskOutcome>, version| Revealed {
+        [outcome, error, bare_error]
+    }
+
+    fn revealed(outcome: Option<TaskOutcome>, version: Option<u64>) -> Revealed {
+        Revealed {
             task_id: "0123abcd".into(),
             auth_key: String::new(),
             status: TaskStatus::InputRequired,
@@ -472,8 +476,12 @@ mod tests {
                     malformed: Some("createdAt".into()),
                 })
             }),
-        };
-        let mut events = vec![
+        }
+    }
+
+    /// One of each event but the applied writes and the client steps.
+    fn plain_events() -> Vec<Event> {
+        vec![
             Event::Claimed {
                 task_id: "t".into(),
                 attempt: 2,
@@ -547,7 +555,12 @@ mod tests {
                 version: 3,
                 at_ms: 99,
             },
-        ];
+        ]
+    }
+
+    /// Each kind of applied write, with each kind of outcome.
+    fn applied_events(outcomes: &[TaskOutcome; 3], events: &mut Vec<Event>) {
+        let [outcome, error, bare_error] = outcomes.clone();
         for (kind, expected, outcome) in [
             (AppliedKind::Create, None, None),
             (AppliedKind::Transition, Some(1), Some(outcome.clone())),
@@ -585,6 +598,11 @@ mod tests {
                 at_ms: 1_767_225_600_000,
             });
         }
+    }
+
+    /// Every client operation with every kind of result.
+    fn client_events(outcomes: &[TaskOutcome; 3], events: &mut Vec<Event>) {
+        let [outcome, error, _] = outcomes.clone();
         let ops = [
             ClientOp::Create {
                 idempotency_key: Some("tenant-0/user#3".into()),
@@ -647,6 +665,14 @@ mod tests {
                 });
             }
         }
+    }
+
+    #[test]
+    fn lines_equal_the_debug_rendering() {
+        let outcomes = sample_outcomes();
+        let mut events = plain_events();
+        applied_events(&outcomes, &mut events);
+        client_events(&outcomes, &mut events);
         for event in &events {
             for (offset, lane) in [
                 (0, "client-0"),

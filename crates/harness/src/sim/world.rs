@@ -310,19 +310,46 @@ pub(super) async fn simulate(
     inner: Box<dyn TaskStore>,
 ) -> SimOutcome {
     let handle = Handle::current();
+    let plan = start_plan(&scenario, seed, &history, sweep);
+    let world = World {
+        scenario: &scenario,
+        seed,
+        history: &history,
+        sweep,
+        plan: &plan,
+    };
+    let shared = world.build(tools, inner);
+    let (killable, _sweeper, clients) = start_nodes(&handle, &shared, &plan);
+    let safety_started = SimEnv.now_ms();
+    inject_faults(&handle, &shared, &plan, &killable, safety_started).await;
+    let liveness_deadline_ms = heal(&scenario, &history, &shared, clients, safety_started).await;
+    let outcome = judge(
+        scenario,
+        seed,
+        plan,
+        &history,
+        &shared,
+        liveness_deadline_ms,
+    );
+    tear_down(&handle, &history);
+    outcome
+}
+
+/// The run's plan (drawn from the seed even when the scenario pins one, so a pinned copy
+/// of a drawn run replays it exactly), recorded and announced in the history.
+fn start_plan(scenario: &Scenario, seed: u64, history: &History, sweep: Option<Sweep>) -> Plan {
     // Drawn even when pinned, so a pinned copy of a drawn run replays it exactly.
     let drawn = Plan {
-        knobs: draw_knobs(&scenario),
-        faults: draw_faults(&scenario),
-        client_eras: draw_eras(&scenario),
-        breadth: draw_breadth(&scenario),
+        knobs: draw_knobs(scenario),
+        faults: draw_faults(scenario),
+        client_eras: draw_eras(scenario),
+        breadth: draw_breadth(scenario),
     };
     let mut plan = scenario.plan.clone().unwrap_or(drawn.clone());
     if plan.client_eras.is_empty() {
         plan.client_eras = drawn.client_eras;
     }
-    let knobs = plan.knobs.clone();
-    let breadth = plan.breadth.clone();
+    let (knobs, breadth) = (&plan.knobs, &plan.breadth);
     *history.plan.lock().expect("plan") = Some(plan.clone());
     let breadth_words = if breadth.is_off() {
         String::new()
@@ -337,89 +364,125 @@ pub(super) async fn simulate(
         ),
         at_ms: SimEnv.now_ms(),
     });
-    let server_facts = ServerFacts {
-        ttl_ms_default: scenario.ttl_ms,
-        ttl_ms_max: scenario.ttl_ms_max.unwrap_or(u64::MAX),
-        poll_interval_ms: breadth
-            .server_poll_interval_ms
-            .unwrap_or(scenario.poll_interval_ms),
-        list_page: breadth.list_page.unwrap_or(100),
-    };
-    if server_facts.poll_interval_ms != scenario.poll_interval_ms {
-        history.mark("server-poll-interval");
-    }
-    let sink: Arc<Mutex<Sink>> = Arc::default();
-    let store = Arc::new(RecordingStore {
-        inner,
-        history: history.clone(),
-        sink: sink.clone(),
-        up: std::sync::atomic::AtomicBool::new(true),
-        id_collision_percent: breadth.id_collision_percent,
-        issued: Mutex::new(Vec::new()),
-    });
-    let faults_on = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let author = tools.map(|tools| {
-        AuthorWorld::open(
-            &tools,
-            &scenario.name,
+    plan
+}
+
+/// What one world is built from.
+struct World<'a> {
+    scenario: &'a Scenario,
+    seed: u64,
+    history: &'a Arc<History>,
+    sweep: Option<Sweep>,
+    plan: &'a Plan,
+}
+
+impl World<'_> {
+    /// The store, queue, sink, server and tools every node shares.
+    fn build(&self, tools: Option<WorldTools>, inner: Box<dyn TaskStore>) -> Arc<Shared> {
+        let World {
+            scenario,
             seed,
-            store.clone() as Arc<dyn TaskStore>,
-        )
-    });
-    let catalog: Arc<dyn Catalog> = match &author {
-        Some(author) => author.bound.clone(),
-        None => Arc::new(SimCatalog),
-    };
-    let shared = Arc::new(Shared {
-        scenario: scenario.clone(),
-        knobs: knobs.clone(),
-        breadth: breadth.clone(),
-        server_facts,
-        store: store.clone(),
-        queue: Arc::new(FaultyQueue {
-            inner: MemoryQueue::default(),
+            history,
+            sweep,
+            plan,
+        } = *self;
+        let (knobs, breadth) = (&plan.knobs, &plan.breadth);
+        let server_facts = ServerFacts {
+            ttl_ms_default: scenario.ttl_ms,
+            ttl_ms_max: scenario.ttl_ms_max.unwrap_or(u64::MAX),
+            poll_interval_ms: breadth
+                .server_poll_interval_ms
+                .unwrap_or(scenario.poll_interval_ms),
+            list_page: breadth.list_page.unwrap_or(100),
+        };
+        if server_facts.poll_interval_ms != scenario.poll_interval_ms {
+            history.mark("server-poll-interval");
+        }
+        let sink: Arc<Mutex<Sink>> = Arc::default();
+        let store = Arc::new(RecordingStore {
+            inner,
             history: history.clone(),
+            sink: sink.clone(),
+            up: std::sync::atomic::AtomicBool::new(true),
+            id_collision_percent: breadth.id_collision_percent,
+            issued: Mutex::new(Vec::new()),
+        });
+        let faults_on = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let author = tools.map(|tools| {
+            AuthorWorld::open(
+                &tools,
+                &scenario.name,
+                seed,
+                store.clone() as Arc<dyn TaskStore>,
+            )
+        });
+        let catalog: Arc<dyn Catalog> = match &author {
+            Some(author) => author.bound.clone(),
+            None => Arc::new(SimCatalog),
+        };
+        Arc::new(Shared {
+            scenario: (*scenario).clone(),
             knobs: knobs.clone(),
-            faults_on: faults_on.clone(),
-        }),
-        sink,
-        history: history.clone(),
-        faults_on,
-        sweep,
-        sweep_arrivals: Arc::default(),
-        known: Mutex::new(Vec::new()),
-        server: Arc::new(Server::new(
-            store.clone(),
-            catalog,
-            Arc::new(SimEnv),
-            ServerConfig {
-                ttl_ms_default: server_facts.ttl_ms_default,
-                ttl_ms_max: server_facts.ttl_ms_max,
-                poll_interval_ms: server_facts.poll_interval_ms,
-                list_page: server_facts.list_page,
-                log_store_errors: false,
-                // The clients are the system under test's peers, not abusers: no budget.
-                limits: crate::mcp::limits::LimitsConfig::unlimited(),
-                ..ServerConfig::default()
-            },
-        )),
-        author,
-    });
+            breadth: breadth.clone(),
+            server_facts,
+            store: store.clone(),
+            queue: Arc::new(FaultyQueue {
+                inner: MemoryQueue::default(),
+                history: history.clone(),
+                knobs: knobs.clone(),
+                faults_on: faults_on.clone(),
+            }),
+            sink,
+            history: history.clone(),
+            faults_on,
+            sweep,
+            sweep_arrivals: Arc::default(),
+            known: Mutex::new(Vec::new()),
+            server: Arc::new(Server::new(
+                store.clone(),
+                catalog,
+                Arc::new(SimEnv),
+                ServerConfig {
+                    ttl_ms_default: server_facts.ttl_ms_default,
+                    ttl_ms_max: server_facts.ttl_ms_max,
+                    poll_interval_ms: server_facts.poll_interval_ms,
+                    list_page: server_facts.list_page,
+                    log_store_errors: false,
+                    // The clients are the system under test's peers, not abusers: no budget.
+                    limits: crate::mcp::limits::LimitsConfig::unlimited(),
+                    ..ServerConfig::default()
+                },
+            )),
+            author,
+        })
+    }
+}
+
+type Nodes = (
+    Vec<NodeHandle>,
+    NodeHandle,
+    Vec<madsim::task::JoinHandle<()>>,
+);
+
+/// The dispatcher and the workers (the nodes faults may hit), the sweeper, and one client
+/// node per tenant.
+fn start_nodes(handle: &Handle, shared: &Arc<Shared>, plan: &Plan) -> Nodes {
+    let (scenario, history) = (&shared.scenario, &shared.history);
     let mut killable = vec![runtime_node(
-        &handle,
-        &shared,
+        handle,
+        shared,
         "dispatcher".into(),
         Role::Dispatcher,
     )];
     for worker in 0..scenario.workers {
         killable.push(runtime_node(
-            &handle,
-            &shared,
+            handle,
+            shared,
             format!("worker-{worker}"),
             Role::Worker,
         ));
     }
-    let _sweeper = runtime_node(&handle, &shared, "sweeper".into(), Role::Sweeper);
+    let sweeper = runtime_node(handle, shared, "sweeper".into(), Role::Sweeper);
     let clients: Vec<_> = (0..scenario.tenants)
         .map(|tenant| {
             let name = format!("client-{tenant}");
@@ -430,8 +493,18 @@ pub(super) async fn simulate(
         })
         .collect();
 
-    // Safety phase: the planned faults, one at a time.
-    let safety_started = SimEnv.now_ms();
+    (killable, sweeper, clients)
+}
+
+/// Safety phase: the planned faults, one at a time.
+async fn inject_faults(
+    handle: &Handle,
+    shared: &Shared,
+    plan: &Plan,
+    killable: &[NodeHandle],
+    safety_started: u64,
+) {
+    let (store, history) = (&shared.store, &shared.history);
     for fault in &plan.faults {
         let begin_ms = safety_started + fault.at_ms;
         let now_ms = SimEnv.now_ms();
@@ -495,6 +568,17 @@ pub(super) async fn simulate(
             },
         );
     }
+}
+
+/// Liveness phase: no more faults; everything accepted and unexpired must finish. The
+/// liveness deadline the oracle judges by.
+async fn heal(
+    scenario: &Scenario,
+    history: &History,
+    shared: &Shared,
+    clients: Vec<madsim::task::JoinHandle<()>>,
+    safety_started: u64,
+) -> u64 {
     let elapsed_ms = SimEnv.now_ms() - safety_started;
     madsim::time::sleep(Duration::from_millis(
         scenario.safety_ms.saturating_sub(elapsed_ms).max(1),
@@ -519,8 +603,20 @@ pub(super) async fn simulate(
     while !shared.sink.lock().expect("sink").prepared.is_empty() && SimEnv.now_ms() < deadline_ms {
         madsim::time::sleep(Duration::from_millis(100)).await;
     }
-    let liveness_deadline_ms = SimEnv.now_ms();
 
+    SimEnv.now_ms()
+}
+
+/// The oracle's verdict on the run, and the outcome that carries it.
+fn judge(
+    scenario: Scenario,
+    seed: u64,
+    plan: Plan,
+    history: &History,
+    shared: &Shared,
+    liveness_deadline_ms: u64,
+) -> SimOutcome {
+    let server_facts = shared.server_facts;
     // The run is over: take the history rather than copy it.
     let (events, lanes) = history.take();
     let mut violations = check::check(
@@ -536,7 +632,7 @@ pub(super) async fn simulate(
     }
     let trace_hash = trace_hash(&events, &lanes);
     let marks = std::mem::take(&mut *history.marks.lock().expect("marks"));
-    let outcome = SimOutcome {
+    SimOutcome {
         scenario: scenario.name,
         seed,
         plan: Some(plan),
@@ -548,9 +644,7 @@ pub(super) async fn simulate(
         nodes: history.node_names(),
         store: String::new(),
         store_url: None,
-    };
-    tear_down(&handle, &history);
-    outcome
+    }
 }
 
 /// Kills every node once the outcome is taken, so the executor drops their tasks as this
