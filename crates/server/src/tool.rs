@@ -158,16 +158,14 @@ impl ToolCall {
     /// cancellation: `false` when it was cancelled (stop, and leave no effect). A
     /// synchronous call cannot be cancelled.
     pub async fn work_ms(&self, total_ms: u64) -> bool {
-        let mut worked_ms = 0;
-        while worked_ms < total_ms {
-            let slice_ms = WORK_SLICE_MS.min(total_ms - worked_ms);
-            self.env.sleep(slice_ms).await;
-            worked_ms += slice_ms;
-            if self.cancelled() {
-                return false;
-            }
-        }
-        true
+        crate::mcp::tools::work_unless_cancelled(
+            &*self.env,
+            &*self.store,
+            self.task_id(),
+            total_ms,
+            WORK_SLICE_MS,
+        )
+        .await
     }
 
     /// Whether the task was cancelled (read from the store now); `false` for a

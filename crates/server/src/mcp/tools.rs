@@ -655,7 +655,7 @@ fn confirmed(answer: &Value) -> bool {
 /// Works (sleeps) `total_ms` in slices of `slice_ms`, looking after each whether the task
 /// was cancelled; `false` once it was (its completion write would be refused anyway, so the
 /// tool stops early). A synchronous call (`task_id: None`) works the whole time.
-pub(super) async fn work_unless_cancelled(
+pub(crate) async fn work_unless_cancelled(
     env: &dyn Env,
     store: &dyn TaskStore,
     task_id: Option<&str>,
