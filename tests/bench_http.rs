@@ -4,6 +4,9 @@
 //! refusals are counted as errors and the first is shown; bad flags exit 2 naming the flag.
 //! Both eras; and `--targets`, several servers compared, rounds alternating, with ratios to
 //! the reference and a targets file's errors naming its field.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 mod support;
 

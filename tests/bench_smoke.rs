@@ -1,5 +1,8 @@
 //! `tasklatch bench store` runs end to end at a tiny size (a benchmark is not a timed
 //! test: this checks the command works and reports ratios, not how fast anything is).
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 use std::process::Command;
 

@@ -8,6 +8,9 @@
 //! claim carries, the lifetime of an idempotency key, and task id collisions. The last
 //! eight are store bugs the simulation once passed blind (an error taken for an outage,
 //! fields no scenario reached): the suite now reaches each of them too.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap};

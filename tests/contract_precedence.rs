@@ -1,6 +1,9 @@
 //! The guards and the precedence of docs/design.md §3:
 //! capability → not found / auth → expired → terminal → version → legality → apply.
 //! Each test sets up several reasons to refuse at once and checks which one wins.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 use tasklatch::contract::{
     Admission, CreateRequest, CursorCheck, Decision, Negotiated, RequestDigest, TaskRecord,

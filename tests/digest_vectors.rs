@@ -1,5 +1,8 @@
 //! `fixtures/digest-vectors.json`: request digests against values computed by the
 //! independent Python `rfc8785` implementation.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 use serde_json::Value;
 use tasklatch::contract::{canonical_json, digest_of_message, sha256_hex};

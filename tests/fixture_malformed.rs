@@ -1,5 +1,8 @@
 //! Every class of malformed fixture is reported with the file, the position or case id,
 //! and the field, and the CLI exits 2 without panicking.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,4 +1,7 @@
 //! The committed contract fixture replayed through the pure contract, and through the CLI.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 use std::path::Path;
 use std::process::Command;

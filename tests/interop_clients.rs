@@ -9,10 +9,13 @@
 //!   installed (`.ci/run` installs both and sets it).
 //! - `TASKLATCH_INTEROP_PYTHON` — the Python that has `mcp==1.30.0` (default:
 //!   `target/interop-venv/bin/python`, where `.ci/run` installs the lock file).
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
-use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
+use tasklatch_testkit::{Killed, spawn_listening};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -127,7 +130,7 @@ fn python_sdk_over_stdio() {
 
 /// `tasklatch serve --http` on a free loopback port, killed on drop.
 struct HttpServer {
-    child: Child,
+    _process: Killed,
     url: String,
 }
 
@@ -139,31 +142,18 @@ impl HttpServer {
             r#"{"tokens": {"token-a-interop": "tenant-a/alice", "token-b-interop": "tenant-b/bob"}}"#,
         )
         .expect("tokens written");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tasklatch"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tasklatch"));
+        command
             .args(["serve", "--http", "127.0.0.1:0", "--tokens"])
             .arg(&tokens)
             .arg("--store")
-            .arg(format!("sqlite:{}", folder.join("tasks.db").display()))
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the server starts");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("the server says where it listens");
-        let url = line
-            .trim()
-            .strip_prefix("listening ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_owned();
-        HttpServer { child, url }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+            .arg(format!("sqlite:{}", folder.join("tasks.db").display()));
+        let (process, url) =
+            spawn_listening(&mut command).unwrap_or_else(|error| panic!("{error}"));
+        HttpServer {
+            _process: process,
+            url,
+        }
     }
 }
 

@@ -8,10 +8,13 @@
 //! Environment (read here): `TASKLATCH_REQUIRE_INTEROP=1` — fail, instead of skipping
 //! loudly, when Node ≥ 20 or the package is not installed (`.ci/run` installs it with
 //! `npm ci --prefix tests/interop/ts-ext` and sets it).
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
-use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
+use tasklatch_testkit::{Killed, spawn_listening};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -67,7 +70,7 @@ fn client() -> Option<PathBuf> {
 /// `tasklatch serve --http --conformance-tools` on a free loopback port with two tokens,
 /// killed on drop.
 struct HttpServer {
-    child: Child,
+    _process: Killed,
     url: String,
 }
 
@@ -79,7 +82,8 @@ impl HttpServer {
             r#"{"tokens": {"token-a-ext-tasks": "tenant-a/alice", "token-b-ext-tasks": "tenant-b/bob"}}"#,
         )
         .expect("tokens written");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tasklatch"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tasklatch"));
+        command
             .args([
                 "serve",
                 "--http",
@@ -91,27 +95,13 @@ impl HttpServer {
             .arg("--store")
             .arg(format!("sqlite:{}", folder.join("tasks.db").display()))
             .arg("--exports")
-            .arg(folder.join("exports"))
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the server starts");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("the server says where it listens");
-        let url = line
-            .trim()
-            .strip_prefix("listening ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_owned();
-        HttpServer { child, url }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+            .arg(folder.join("exports"));
+        let (process, url) =
+            spawn_listening(&mut command).unwrap_or_else(|error| panic!("{error}"));
+        HttpServer {
+            _process: process,
+            url,
+        }
     }
 }
 

@@ -5,6 +5,9 @@
 //! the outcome inlined, `input_required` answered by `tasks/update`, `tasks/cancel`, a
 //! synchronous tool, and tokens refused. Every call is bounded: rmcp sets no request
 //! timeout of its own.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 mod support;
 

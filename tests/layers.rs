@@ -9,6 +9,9 @@
 //!   the server they judge;
 //! - the pure crates' sources read no clock, and the contract does no IO and draws no
 //!   randomness (a `std::` path needs no manifest entry).
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -48,6 +51,7 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
             "tasklatch-oracle",
             "tasklatch-probe",
             "tasklatch-harness",
+            "tasklatch-testkit",
         ],
     ),
     (
@@ -59,6 +63,17 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
             "hyper",
             "tasklatch-server",
             "tasklatch-probe",
+        ],
+    ),
+    // The tests' support knows no tasklatch type: what does stays in tests/support/.
+    (
+        "tasklatch-testkit",
+        &[
+            "tasklatch-contract",
+            "tasklatch-server",
+            "tasklatch-oracle",
+            "tasklatch-probe",
+            "tasklatch-harness",
         ],
     ),
     (

@@ -1,5 +1,8 @@
 //! `tasks/list` cursors are opaque, caller-bound and tamper-evident; pages are the caller's
 //! own unexpired tasks in a stable order.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 use tasklatch::contract::{
     Admission, ListPosition, TaskRecord, decode_cursor, encode_cursor, request_digest,

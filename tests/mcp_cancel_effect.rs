@@ -11,10 +11,13 @@
 //!   redelivery publishes it, once.
 //! - 300 cancels aimed at the completion moment of a 100-ms export (90–110 % of its
 //!   measured duration): none ends cancelled with its file, and every completed one has it.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
-mod http_client;
-mod serve_process;
 mod support;
+
+use support::serve_process;
 
 use serde_json::json;
 use serve_process::{ServeClient, ServeProcess, stored_status};
@@ -44,7 +47,14 @@ fn start_serve(store: &str, exports: &Path, folder: &Path, extra: &[&str]) -> Se
         "100000",
     ];
     args.extend_from_slice(extra);
-    ServeProcess::start(store, exports, folder, &[(TOKEN, "tenant-a/alice")], &args)
+    ServeProcess::start(
+        support::TASKLATCH,
+        store,
+        exports,
+        folder,
+        &[(TOKEN, "tenant-a/alice")],
+        &args,
+    )
 }
 
 /// A client of one server: its session.

@@ -6,9 +6,13 @@
 //! SSE answer of a `tasks/result` blocked on an `input_required` task carries the task's
 //! `elicitation/create`, the client POSTs its response on its session, and the same stream
 //! ends with the result; nobody else is asked or heard.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
-mod http_client;
 mod support;
+
+use support::http_client;
 
 use http_client::{EventStream, initialize, initialize_with, request, rpc};
 use serde_json::{Value, json};

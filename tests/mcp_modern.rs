@@ -3,9 +3,13 @@
 //! cases of the new surface (routing headers, undeclared capabilities, unknown input keys,
 //! updates and cancels of terminal or foreign tasks, removed methods) — each a clear error,
 //! nothing stored changed.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
-mod http_client;
 mod support;
+
+use support::http_client;
 
 use http_client::{initialize, request, rpc};
 use serde_json::{Value, json};

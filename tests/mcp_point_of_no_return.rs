@@ -6,9 +6,13 @@
 //!   `working`) and the task completes; a 2025-11-25 cancel answers `cancelled`, and the
 //!   task's status message — in `tasks/get`, the cancel's answer and `tasks/result`'s error
 //!   data — says which effect was already started. The notification is sent once either way.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
-mod http_client;
 mod support;
+
+use support::http_client;
 
 use http_client::{initialize, request, rpc};
 use serde_json::{Value, json};

@@ -2,15 +2,16 @@
 //! and restarted on the same SQLite file and port; the same client keeps polling the same
 //! task id (opening a new session when the old one is gone, as the transport spec says)
 //! until it sees the task completed — and exactly one export was committed.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
-mod http_client;
-
-use http_client::{initialize, rpc};
 use serde_json::{Value, json};
-use std::io::BufRead as _;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use tasklatch_testkit::http::{initialize, rpc};
+use tasklatch_testkit::process::{Killed, spawn_listening_within};
 
 const TOKEN: &str = "token-restart-1";
 
@@ -22,39 +23,28 @@ fn free_port() -> u16 {
 }
 
 /// Starts `tasklatch serve --http` on `port` over `folder/tasks.db`; waits until it listens.
-fn start(folder: &Path, port: u16) -> Child {
+fn start(folder: &Path, port: u16) -> Killed {
     let tokens = folder.join("tokens.json");
     std::fs::write(
         &tokens,
         format!(r#"{{"tokens": {{"{TOKEN}": "tenant-a/alice"}}}}"#),
     )
     .expect("tokens");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tasklatch"))
+    let command = || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tasklatch"));
+        command
             .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--tokens"])
             .arg(&tokens)
             .arg("--store")
             .arg(format!("sqlite:{}", folder.join("tasks.db").display()))
             // A killed server's leased task is delivered again after this.
             .args(["--lease-ms", "1000", "--workers", "2"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the server starts");
-        let mut line = String::new();
-        let _ = std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line);
-        if line.starts_with("listening ") {
-            return child;
-        }
-        // The port may still be held for a moment after the kill: try again.
-        let _ = child.wait();
-        assert!(
-            Instant::now() < deadline,
-            "the server never listened on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+            .stderr(Stdio::null());
+        command
+    };
+    spawn_listening_within(command, Duration::from_secs(20))
+        .unwrap_or_else(|error| panic!("port {port}: {error}"))
+        .0
 }
 
 fn call(address: &str, session: &mut String, method: &str, params: Value) -> Option<Value> {
@@ -110,8 +100,7 @@ fn a_killed_server_finishes_the_export_once_after_restart() {
             "round {round}: not yet exported"
         );
 
-        server.kill().expect("SIGKILL");
-        server.wait().expect("reaped");
+        server.kill_now();
         let mut server = start(&folder, port);
 
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -169,7 +158,6 @@ fn a_killed_server_finishes_the_export_once_after_restart() {
         eprintln!(
             "round {round}: killed {kill_after_ms} ms into the export; after restart saw {seen:?}; one export"
         );
-        server.kill().expect("stopped");
-        let _ = server.wait();
+        server.kill_now();
     }
 }

@@ -7,17 +7,18 @@
 //!   `completed` with its result inlined, exported exactly once, and still a task of its era;
 //! - a `confirm_delete` killed while it waits for input still asks the same question after
 //!   the restart (and after its outbox entry's lease ran out), and `tasks/update` answers it.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
-mod http_client;
-
-use http_client::request;
 use serde_json::{Value, json};
-use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tasklatch::contract::TaskStatus;
 use tasklatch::store::{SqliteOptions, SqliteStore, StoreOptions, TaskStore};
+use tasklatch_testkit::http::request;
+use tasklatch_testkit::process::{Killed, spawn_listening_within};
 
 const TOKEN: &str = "token-restart-1";
 const LEASE_MS: u64 = 1_000;
@@ -30,19 +31,12 @@ fn free_port() -> u16 {
 }
 
 /// A running `tasklatch serve`, SIGKILLed when dropped (so a failing test leaves none).
-struct Server(Child);
+struct Server(Killed);
 
 impl Server {
+    /// SIGKILL, and reaped.
     fn kill(mut self) {
-        self.0.kill().expect("SIGKILL");
-        self.0.wait().expect("reaped");
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        self.0.kill_now();
     }
 }
 
@@ -55,9 +49,9 @@ fn start(folder: &Path, port: u16, extra: &[&str]) -> Server {
         format!(r#"{{"tokens": {{"{TOKEN}": "tenant-a/alice"}}}}"#),
     )
     .expect("tokens");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tasklatch"))
+    let command = || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tasklatch"));
+        command
             .args(["serve", "--http", &format!("127.0.0.1:{port}"), "--tokens"])
             .arg(&tokens)
             .arg("--store")
@@ -65,23 +59,12 @@ fn start(folder: &Path, port: u16, extra: &[&str]) -> Server {
             // A killed server's leased task is delivered again after this.
             .args(["--lease-ms", &LEASE_MS.to_string(), "--workers", "2"])
             .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the server starts");
-        let mut line = String::new();
-        let _ = std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line);
-        if line.starts_with("listening ") {
-            return Server(child);
-        }
-        // The port may still be held for a moment after the kill: try again.
-        let _ = child.wait();
-        assert!(
-            Instant::now() < deadline,
-            "the server never listened on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+            .stderr(Stdio::null());
+        command
+    };
+    let (server, _) = spawn_listening_within(command, Duration::from_secs(20))
+        .unwrap_or_else(|error| panic!("port {port}: {error}"));
+    Server(server)
 }
 
 fn scratch(name: &str) -> PathBuf {

@@ -4,6 +4,9 @@
 //! 2025-11-25 input round trip: a `tasks/result` blocked on an `input_required` task sends
 //! its question to the client as an `elicitation/create` request on stdout, and the
 //! client's response line answers it.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 use serde_json::{Value, json};
 use std::sync::Arc;

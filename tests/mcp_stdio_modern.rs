@@ -1,6 +1,9 @@
 //! The 2026-07-28 era over stdio, beside 2025-11-25 on the same connection: the era is
 //! each request's (its `_meta` envelope), never the connection's; a task created in one
 //! era is answered in that era's shapes; `subscriptions/listen` streams on stdout.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 use serde_json::{Value, json};
 use std::sync::Arc;

@@ -12,9 +12,13 @@
 //!   still answer;
 //! - an idle keep-alive connection is closed after the idle timeout, and a connection past
 //!   the cap is closed as soon as it is accepted.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
-mod http_client;
 mod support;
+
+use support::http_client;
 
 use http_client::{initialize, post_and_hold, request, rpc, rpc_accepting};
 use serde_json::{Value, json};

@@ -1,6 +1,9 @@
 //! The plain report helpers (no simulation needed): budgets parse or say why not, XML text
 //! is escaped (and control characters XML cannot carry are replaced), whole-file writes
 //! leave no partial file and name the path they could not write.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 use tasklatch::report::{parse_budget, write_whole, xml_escape};
 

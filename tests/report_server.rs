@@ -5,6 +5,9 @@
 //! is never called and one that runs is called once; the builder refuses what it cannot
 //! serve, naming it. (CI also probes the example as a process, killed:
 //! tests/probe/report_server.sh.)
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 #[path = "../examples/report_server/tools.rs"]
 mod tools;

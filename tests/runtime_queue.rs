@@ -1,5 +1,8 @@
 //! The queue contract: at-least-once delivery with leases, redelivery after lease expiry,
 //! acks and nacks fenced to the current delivery, a bounded capacity.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 use tasklatch::runtime::{MemoryQueue, Message, Queue, QueueError};
 use tasklatch::store::WrappedRequest;

@@ -2,6 +2,9 @@
 //! every task reaches one terminal status, each completed task has exactly one effect,
 //! cancelled tasks stay cancelled, expired tasks never run, a tool's completion message is
 //! kept.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 mod support;
 

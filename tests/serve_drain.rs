@@ -6,9 +6,11 @@
 // Once per CI run is enough: the plain command runs it, `--all-features` (mutants) skips it.
 #![cfg(not(feature = "mutants"))]
 
-mod http_client;
-mod serve_process;
 mod support;
+
+use support::serve_process;
+
+use support::http_client;
 
 use serde_json::json;
 use serve_process::{ServeClient, ServeProcess, stored_status};
@@ -22,6 +24,7 @@ const DRAIN_MS: u64 = 3_000;
 fn start(store: &str, exports: &Path, folder: &Path) -> ServeProcess {
     let drain_ms = DRAIN_MS.to_string();
     ServeProcess::start(
+        support::TASKLATCH,
         store,
         exports,
         folder,

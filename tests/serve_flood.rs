@@ -24,9 +24,11 @@
 // Once per CI run is enough: the plain command runs it, `--all-features` (mutants) skips it.
 #![cfg(not(feature = "mutants"))]
 
-mod http_client;
-mod serve_process;
 mod support;
+
+use support::serve_process;
+
+use support::http_client;
 
 use serde_json::json;
 use serve_process::{ServeClient, ServeProcess};
@@ -235,7 +237,7 @@ fn abandoned_waits_leave_nothing_behind_and_do_not_slow_other_callers() {
         .ok()
         .filter(|binary| !binary.is_empty());
     let serve = match &binary {
-        Some(binary) => ServeProcess::start_binary(
+        Some(binary) => ServeProcess::start(
             binary,
             &store,
             &scratch.join("exports"),
@@ -244,6 +246,7 @@ fn abandoned_waits_leave_nothing_behind_and_do_not_slow_other_callers() {
             &[],
         ),
         None => ServeProcess::start(
+            support::TASKLATCH,
             &store,
             &scratch.join("exports"),
             &scratch.path,

@@ -11,9 +11,11 @@
 // Once per CI run is enough: the plain command runs it, `--all-features` (mutants) skips it.
 #![cfg(all(feature = "postgres", not(feature = "mutants")))]
 
-mod http_client;
-mod serve_process;
 mod support;
+
+use support::serve_process;
+
+use support::http_client;
 
 use serde_json::{Value, json};
 use serve_process::{ServeClient, ServeProcess};
@@ -31,7 +33,14 @@ fn start(store: &str, exports: &Path, folder: &Path, extra: &[&str]) -> ServePro
     let lease_ms = LEASE_MS.to_string();
     let mut args = vec!["--workers", "2", "--lease-ms", &lease_ms];
     args.extend_from_slice(extra);
-    ServeProcess::start(store, exports, folder, &[ALICE, BOB], &args)
+    ServeProcess::start(
+        support::TASKLATCH,
+        store,
+        exports,
+        folder,
+        &[ALICE, BOB],
+        &args,
+    )
 }
 
 /// The store URL of a fresh schema on `pg` (created here), for every instance alike.

@@ -1,6 +1,9 @@
 //! Bad input to the stores: URLs that do not parse, databases that cannot be opened, a
 //! schema from a newer tasklatch, corrupted rows. Each gets an error naming its cause, and
 //! nothing stored is lost or half-written.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 mod support;
 

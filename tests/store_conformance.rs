@@ -1,4 +1,7 @@
 //! The public conformance suite (`tasklatch::conformance`) on every adapter this build has.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 mod support;
 

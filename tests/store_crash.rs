@@ -12,6 +12,9 @@
 //! The worker is this test binary re-executed (`crash_worker_child`, ignored otherwise)
 //! with `TASKLATCH_CRASH_*` variables naming the files. `TASKLATCH_CRASH_KILLS=N` changes
 //! the number of kills (default 120) and `TASKLATCH_CRASH_SEED=S` the kill schedule.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 mod support;
 

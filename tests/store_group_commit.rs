@@ -12,6 +12,9 @@
 //!   the file; `TASKLATCH_GROUP_KILLS=N` changes the number of kills (default 12);
 //! - on PostgreSQL (which groups commits that arrive together by itself), 16 threads
 //!   admitting at once run on several of the store's pooled connections, and lose nothing.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 mod support;
 

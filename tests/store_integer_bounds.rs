@@ -4,6 +4,9 @@
 //! stored or changed — rather than clamping it into a different fact; a stored value that
 //! does not fit the record (a negative time, an attempt beyond `u32`) is a
 //! `StoreError::Corrupt` naming the task and the column.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 mod support;
 

@@ -4,6 +4,9 @@
 //! read back as 2025-11-25 tasks with every other field intact, its outbox entries are
 //! claimed in order, and they take the new writes (input asked and answered, a point of no
 //! return declared).
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 mod support;
 

@@ -3,6 +3,9 @@
 //! and one stored terminal fact, and every loser must get the precise decision.
 //!
 //! `TASKLATCH_RACE_ROUNDS=N` changes the rounds per race (default 1,000).
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 mod support;
 

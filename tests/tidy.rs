@@ -12,6 +12,9 @@
 //!
 //! A function is counted from its `fn` line to its closing brace at the same indentation
 //! (rustfmt's layout), doc comments and attributes excluded.
+// Plain builds only: the README's second test command (`--all-features`) runs what the
+// features add (the engines), not these again.
+#![cfg(not(feature = "mutants"))]
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -24,7 +27,7 @@ const FILES_OVER_LIMIT: &[(&str, usize)] = &[];
 /// Where the function ratchet is headed (TigerBeetle's 70 is the style's soft limit).
 const FN_LINES_GOAL: usize = 100;
 /// The longest function in the crates, `src/` and `examples/`: may only go down.
-const FN_LINES_MAX: usize = 173;
+const FN_LINES_MAX: usize = 100;
 /// The longest test function: may only go down.
 const TEST_FN_LINES_MAX: usize = 226;
 

@@ -119,125 +119,23 @@ pub fn run(what: BenchCommand) -> ExitCode {
 }
 
 fn bench_http(args: BenchHttpArgs) -> ExitCode {
-    use tasklatch::bench::compare::{self, CompareConfig, Targets};
-    use tasklatch::bench::http::{self, HttpBenchConfig, Workload};
-    let json_arg = |flag: &str, text: &str| -> Result<serde_json::Value, String> {
-        match serde_json::from_str::<serde_json::Value>(text) {
-            Ok(value) if value.is_object() => Ok(value),
-            Ok(_) => Err(format!("{flag}: expected a JSON object")),
-            Err(error) => Err(format!("{flag}: not JSON: {error}")),
-        }
-    };
-    let workloads: Result<Vec<Workload>, String> = if args.workloads.is_empty() {
-        Ok(match args.targets {
-            Some(_) => Workload::ALL.to_vec(),
-            None => vec![Workload::CreatePollResult],
-        })
-    } else {
-        args.workloads
-            .iter()
-            .map(|name| Workload::parse(name))
-            .collect()
-    };
-    let era = tasklatch::contract::Era::parse(&args.era)
-        .ok_or_else(|| format!("--era {:?}: expected 2025-11-25 or 2026-07-28", args.era));
-    let config = match (
-        workloads,
-        era,
-        json_arg("--args", &args.args),
-        json_arg("--long-args", &args.long_args),
-    ) {
-        (Ok(workloads), Ok(era), Ok(short_arguments), Ok(long_arguments)) => {
-            let config = HttpBenchConfig {
-                url: args.http.clone().unwrap_or_default(),
-                era,
-                tokens: args.tokens,
-                workload: workloads[0],
-                connections: args.connections,
-                duration_ms: args.seconds.saturating_mul(1_000),
-                warmup_ms: args.warmup_seconds.saturating_mul(1_000),
-                rate_per_s: args.rate,
-                seed: args.seed,
-                tool: args.tool,
-                short_arguments,
-                long_arguments,
-                ..HttpBenchConfig::default()
-            };
-            CompareConfig {
-                workloads,
-                rounds: args.rounds,
-                settle_ms_max: compare::SETTLE_MS_MAX,
-                base: config,
-            }
-        }
-        (Err(error), ..) | (_, Err(error), ..) | (.., Err(error), _) | (.., Err(error)) => {
+    let targets_path = args.targets.clone();
+    let prepared = http_config(args).and_then(|config| {
+        let targets = http_targets(targets_path.as_deref(), &config)?;
+        Ok((config, targets))
+    });
+    let (config, targets) = match prepared {
+        Ok(prepared) => prepared,
+        Err(error) => {
             eprintln!("error: {error}");
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
-    let targets = match &args.targets {
-        Some(path) => match Targets::load(path) {
-            Ok(targets) => Some(targets),
-            Err(error) => {
-                eprintln!("error: --targets {error}");
-                return ExitCode::from(EXIT_BAD_INPUT);
-            }
-        },
-        None => None,
-    };
-    // The URL is each target's; the other settings are checked with each.
-    let checked = match &targets {
-        Some(targets) => targets.targets.iter().try_for_each(|target| {
-            let config = HttpBenchConfig {
-                url: target.url.clone(),
-                ..config.base.clone()
-            };
-            http::check(&config)
-                .map(|_| ())
-                .map_err(|error| format!("{}: {error}", target.name))
-        }),
-        None => http::check(&config.base).map(|_| ()),
-    };
-    if let Err(error) = checked {
-        eprintln!("error: {error}");
-        return ExitCode::from(EXIT_BAD_INPUT);
-    }
     let tokio = match async_runtime() {
         Ok(tokio) => tokio,
         Err(code) => return code,
     };
-    let outcome = tokio.block_on(async {
-        match &targets {
-            Some(targets) => {
-                let comparison = compare::compare(targets, &config, |name, run| {
-                    eprintln!(
-                        "{name}: {} {:.0} requests/s, server {} cores, generator {} cores",
-                        run.report.workload.as_str(),
-                        run.report.requests_per_s,
-                        run.server_cores.map_or("?".into(), |c| format!("{c:.2}")),
-                        run.report
-                            .generator_cores
-                            .map_or("?".into(), |c| format!("{c:.2}")),
-                    );
-                })
-                .await?;
-                Ok(compare::render(&comparison))
-            }
-            None => {
-                let mut out = String::new();
-                for &workload in &config.workloads {
-                    let report = http::run(HttpBenchConfig {
-                        workload,
-                        ..config.base.clone()
-                    })
-                    .await?;
-                    out.push_str(&http::render(&report));
-                }
-                Ok::<_, String>(out)
-            }
-        }
-    });
-    match outcome {
+    match tokio.block_on(run_http(targets.as_ref(), &config)) {
         Ok(text) => {
             print!("{text}");
             ExitCode::SUCCESS
@@ -249,6 +147,113 @@ fn bench_http(args: BenchHttpArgs) -> ExitCode {
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }
+}
+
+/// The benchmark's settings from its flags; the error names the flag.
+fn http_config(args: BenchHttpArgs) -> Result<tasklatch::bench::compare::CompareConfig, String> {
+    use tasklatch::bench::compare::{self, CompareConfig};
+    use tasklatch::bench::http::{HttpBenchConfig, Workload};
+    let json_arg = |flag: &str, text: &str| -> Result<serde_json::Value, String> {
+        match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(value) if value.is_object() => Ok(value),
+            Ok(_) => Err(format!("{flag}: expected a JSON object")),
+            Err(error) => Err(format!("{flag}: not JSON: {error}")),
+        }
+    };
+    let workloads: Vec<Workload> = if args.workloads.is_empty() {
+        match args.targets {
+            Some(_) => Workload::ALL.to_vec(),
+            None => vec![Workload::CreatePollResult],
+        }
+    } else {
+        args.workloads
+            .iter()
+            .map(|name| Workload::parse(name))
+            .collect::<Result<_, _>>()?
+    };
+    let era = tasklatch::contract::Era::parse(&args.era)
+        .ok_or_else(|| format!("--era {:?}: expected 2025-11-25 or 2026-07-28", args.era))?;
+    let short_arguments = json_arg("--args", &args.args)?;
+    let long_arguments = json_arg("--long-args", &args.long_args)?;
+    let base = HttpBenchConfig {
+        url: args.http.clone().unwrap_or_default(),
+        era,
+        tokens: args.tokens,
+        workload: workloads[0],
+        connections: args.connections,
+        duration_ms: args.seconds.saturating_mul(1_000),
+        warmup_ms: args.warmup_seconds.saturating_mul(1_000),
+        rate_per_s: args.rate,
+        seed: args.seed,
+        tool: args.tool,
+        short_arguments,
+        long_arguments,
+        ..HttpBenchConfig::default()
+    };
+    Ok(CompareConfig {
+        workloads,
+        rounds: args.rounds,
+        settle_ms_max: compare::SETTLE_MS_MAX,
+        base,
+    })
+}
+
+/// The `--targets` file, loaded, with the settings checked against each target (the URL
+/// is each target's); without one, the settings checked as they are.
+fn http_targets(
+    path: Option<&std::path::Path>,
+    config: &tasklatch::bench::compare::CompareConfig,
+) -> Result<Option<tasklatch::bench::compare::Targets>, String> {
+    use tasklatch::bench::compare::Targets;
+    use tasklatch::bench::http::{self, HttpBenchConfig};
+    let Some(path) = path else {
+        http::check(&config.base)?;
+        return Ok(None);
+    };
+    let targets = Targets::load(path).map_err(|error| format!("--targets {error}"))?;
+    for target in &targets.targets {
+        let config = HttpBenchConfig {
+            url: target.url.clone(),
+            ..config.base.clone()
+        };
+        http::check(&config).map_err(|error| format!("{}: {error}", target.name))?;
+    }
+    Ok(Some(targets))
+}
+
+/// Runs every workload against one server, or the comparison across the targets; the
+/// report as text.
+async fn run_http(
+    targets: Option<&tasklatch::bench::compare::Targets>,
+    config: &tasklatch::bench::compare::CompareConfig,
+) -> Result<String, String> {
+    use tasklatch::bench::compare;
+    use tasklatch::bench::http::{self, HttpBenchConfig};
+    if let Some(targets) = targets {
+        let comparison = compare::compare(targets, config, |name, run| {
+            eprintln!(
+                "{name}: {} {:.0} requests/s, server {} cores, generator {} cores",
+                run.report.workload.as_str(),
+                run.report.requests_per_s,
+                run.server_cores.map_or("?".into(), |c| format!("{c:.2}")),
+                run.report
+                    .generator_cores
+                    .map_or("?".into(), |c| format!("{c:.2}")),
+            );
+        })
+        .await?;
+        return Ok(compare::render(&comparison));
+    }
+    let mut out = String::new();
+    for &workload in &config.workloads {
+        let report = http::run(HttpBenchConfig {
+            workload,
+            ..config.base.clone()
+        })
+        .await?;
+        out.push_str(&http::render(&report));
+    }
+    Ok(out)
 }
 
 fn bench_store(

@@ -111,32 +111,14 @@ fn json_object(flag: &str, text: Option<&str>) -> Result<Option<serde_json::Valu
     }
 }
 
-fn config(args: &ProbeArgs) -> Result<Config, String> {
-    let target = match (&args.http, args.stdio) {
+/// The server the flags name: `--http URL` with its tokens, or `--stdio -- CMD ARGS…`.
+fn target(args: &ProbeArgs) -> Result<Target, String> {
+    Ok(match (&args.http, args.stdio) {
         (Some(url), _) => {
             if !args.command.is_empty() {
                 return Err("--http takes no command after `--` (that is --stdio's)".into());
             }
-            let mut tokens = Vec::new();
-            for pair in &args.tokens {
-                let Some((name, token)) = pair.split_once('=') else {
-                    return Err(format!("--token {pair:?}: expected NAME=TOKEN"));
-                };
-                if name.is_empty() || token.is_empty() {
-                    return Err(format!(
-                        "--token {pair:?}: NAME and TOKEN must not be empty"
-                    ));
-                }
-                if tokens
-                    .iter()
-                    .any(|(known, _): &(String, String)| known == name)
-                {
-                    return Err(format!(
-                        "--token {pair:?}: the name {name:?} is given twice"
-                    ));
-                }
-                tokens.push((name.to_owned(), token.to_owned()));
-            }
+            let tokens = named_tokens(&args.tokens)?;
             Target::Http {
                 url: url.clone(),
                 tokens,
@@ -154,7 +136,36 @@ fn config(args: &ProbeArgs) -> Result<Config, String> {
                 args: rest.to_vec(),
             }
         }
-    };
+    })
+}
+
+/// `--token NAME=TOKEN` pairs, each name once.
+fn named_tokens(pairs: &[String]) -> Result<Vec<(String, String)>, String> {
+    let mut tokens = Vec::new();
+    for pair in pairs {
+        let Some((name, token)) = pair.split_once('=') else {
+            return Err(format!("--token {pair:?}: expected NAME=TOKEN"));
+        };
+        if name.is_empty() || token.is_empty() {
+            return Err(format!(
+                "--token {pair:?}: NAME and TOKEN must not be empty"
+            ));
+        }
+        if tokens
+            .iter()
+            .any(|(known, _): &(String, String)| known == name)
+        {
+            return Err(format!(
+                "--token {pair:?}: the name {name:?} is given twice"
+            ));
+        }
+        tokens.push((name.to_owned(), token.to_owned()));
+    }
+    Ok(tokens)
+}
+
+fn config(args: &ProbeArgs) -> Result<Config, String> {
+    let target = target(args)?;
     let mut config = Config::new(target);
     config.era = match args.era.as_str() {
         "auto" => EraChoice::Auto,

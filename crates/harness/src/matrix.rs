@@ -648,72 +648,10 @@ mod probe {
             Ok(runtime) => runtime,
             Err(error) => return failed_to_run(started, format!("a tokio runtime: {error}")),
         };
-        if let Err(error) = std::fs::create_dir_all(dir) {
-            return failed_to_run(started, format!("{}: {error}", dir.display()));
-        }
-        let store = |name: &str| format!("sqlite:{}", dir.join(name).display());
-        let exports = |name: &str| dir.join(name).display().to_string();
-        // Exports sleep: workers are cheap, and the liveness phase wants every task done.
-        let mut stdio = with_mutant(mutant, server);
-        stdio.extend(
-            [
-                "serve",
-                "--workers",
-                "32",
-                "--stdio",
-                "--store",
-                &store("stdio.db"),
-                "--exports",
-                &exports("stdio-exports"),
-            ]
-            .map(str::to_owned),
-        );
-        let tokens = dir.join("tokens.json");
-        let written = std::fs::write(
-            &tokens,
-            r#"{"tokens": {"matrix-token-a": "tenant-a/a", "matrix-token-b": "tenant-b/b"}}"#,
-        );
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .map(|address| address.port());
-        let (Ok(()), Ok(port)) = (written, port) else {
-            return failed_to_run(started, "a tokens file and a free port".to_owned());
+        let targets = match probe_targets(server, mutant, dir) {
+            Ok(targets) => targets,
+            Err(what) => return failed_to_run(started, what),
         };
-        let mut http = with_mutant(mutant, server);
-        http.extend(
-            [
-                "serve",
-                "--workers",
-                "32",
-                "--http",
-                &format!("127.0.0.1:{port}"),
-                "--tokens",
-                &tokens.display().to_string(),
-                "--store",
-                &store("http.db"),
-                "--exports",
-                &exports("http-exports"),
-            ]
-            .map(str::to_owned),
-        );
-        let quoted: Vec<String> = http
-            .iter()
-            .map(|arg| format!("'{}'", arg.replace('\'', r"'\''")))
-            .collect();
-        let targets = [
-            Target::Stdio {
-                program: "env".to_owned(),
-                args: stdio,
-            },
-            Target::Http {
-                url: format!("http://127.0.0.1:{port}/mcp"),
-                tokens: vec![
-                    ("a".to_owned(), "matrix-token-a".to_owned()),
-                    ("b".to_owned(), "matrix-token-b".to_owned()),
-                ],
-                start: Some(format!("env {}", quoted.join(" "))),
-            },
-        ];
         let mut runs = 0;
         for target in targets {
             runs += 1;
@@ -754,6 +692,78 @@ mod probe {
             detail: String::new(),
             skipped: false,
         }
+    }
+
+    /// The mutant served over stdio, and over HTTP with two tokens, each on SQLite in `dir`.
+    fn probe_targets(
+        server: &Path,
+        mutant: Option<Mutant>,
+        dir: &Path,
+    ) -> Result<[Target; 2], String> {
+        std::fs::create_dir_all(dir).map_err(|error| format!("{}: {error}", dir.display()))?;
+        let store = |name: &str| format!("sqlite:{}", dir.join(name).display());
+        let exports = |name: &str| dir.join(name).display().to_string();
+        // Exports sleep: workers are cheap, and the liveness phase wants every task done.
+        let mut stdio = with_mutant(mutant, server);
+        stdio.extend(
+            [
+                "serve",
+                "--workers",
+                "32",
+                "--stdio",
+                "--store",
+                &store("stdio.db"),
+                "--exports",
+                &exports("stdio-exports"),
+            ]
+            .map(str::to_owned),
+        );
+        let tokens = dir.join("tokens.json");
+        let written = std::fs::write(
+            &tokens,
+            r#"{"tokens": {"matrix-token-a": "tenant-a/a", "matrix-token-b": "tenant-b/b"}}"#,
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .map(|address| address.port());
+        let (Ok(()), Ok(port)) = (written, port) else {
+            return Err("a tokens file and a free port".to_owned());
+        };
+        let mut http = with_mutant(mutant, server);
+        http.extend(
+            [
+                "serve",
+                "--workers",
+                "32",
+                "--http",
+                &format!("127.0.0.1:{port}"),
+                "--tokens",
+                &tokens.display().to_string(),
+                "--store",
+                &store("http.db"),
+                "--exports",
+                &exports("http-exports"),
+            ]
+            .map(str::to_owned),
+        );
+        let quoted: Vec<String> = http
+            .iter()
+            .map(|arg| format!("'{}'", arg.replace('\'', r"'\''")))
+            .collect();
+        Ok([
+            Target::Stdio {
+                program: "env".to_owned(),
+                args: stdio,
+            },
+            Target::Http {
+                url: format!("http://127.0.0.1:{port}/mcp"),
+                tokens: vec![
+                    ("a".to_owned(), "matrix-token-a".to_owned()),
+                    ("b".to_owned(), "matrix-token-b".to_owned()),
+                ],
+                start: Some(format!("env {}", quoted.join(" "))),
+            },
+        ])
     }
 
     /// A cell that could not run: reported as a kill, so the unmutated row shows it.

@@ -240,6 +240,92 @@ fn error_shape(exchange: &Exchange, task_id: &str) -> Option<String> {
     )
 }
 
+/// Why a stranger's refusal of `method` on the owner's task differs from its refusal of
+/// an unknown id, if it does (or why it was not refused at all).
+fn foreign_refusal_problem(
+    context: &Context<'_>,
+    stranger: &Peer,
+    method: &str,
+    view: &TaskView,
+    foreign: &Exchange,
+    unknown: &Exchange,
+) -> Option<String> {
+    match (
+        error_shape(foreign, &view.task_id),
+        error_shape(unknown, UNKNOWN_TASK_ID),
+    ) {
+        (None, _) => Some(format!(
+            "{} {method} of {}'s task was served: {}",
+            stranger.identity(),
+            context.opened.peer.identity(),
+            foreign.summary()
+        )),
+        (Some(foreign_error), Some(unknown_error)) if foreign_error != unknown_error => Some(
+            format!("told apart from an unknown id: {foreign_error} vs {unknown_error}"),
+        ),
+        (Some(_), None) => Some(format!(
+            "an unknown id was not refused ({}), so the refusal of the foreign one tells it apart",
+            unknown.summary()
+        )),
+        _ => None,
+    }
+}
+
+/// 2025-11-25: another identity's `tasks/list`, page by page, never shows the task.
+async fn foreign_list(
+    context: &Context<'_>,
+    out: &mut Outcomes,
+    other: &super::Opened,
+    create: &Exchange,
+    view: &TaskView,
+) {
+    let stranger = &other.peer;
+    if !other.facts.list() {
+        out.not_applicable(
+            "hostile.foreign-identity.list",
+            Level::Must,
+            "n/a: tasks.list is not declared",
+        );
+    } else {
+        let mut pages = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen = false;
+        for _ in 0..peer::PAGES_MAX {
+            let page = stranger.list(cursor.as_deref()).await;
+            seen |= page
+                .result()
+                .and_then(|result| result["tasks"].as_array())
+                .is_some_and(|tasks| {
+                    tasks
+                        .iter()
+                        .any(|task| task["taskId"] == view.task_id.as_str())
+                });
+            cursor = page
+                .result()
+                .and_then(|result| result["nextCursor"].as_str().map(str::to_owned));
+            pages.push(page);
+            if cursor.is_none() || seen {
+                break;
+            }
+        }
+        let evidence: Vec<&Exchange> = std::iter::once(create).chain(pages.iter()).collect();
+        out.judge(
+            "hostile.foreign-identity.list",
+            Level::Must,
+            "another identity's tasks/list never shows the task",
+            seen.then(|| {
+                format!(
+                    "{} listed {}'s task {}",
+                    stranger.identity(),
+                    context.opened.peer.identity(),
+                    view.task_id
+                )
+            }),
+            &evidence,
+        );
+    }
+}
+
 async fn foreign_identity(context: &Context<'_>, out: &mut Outcomes) {
     let era = context.opened.peer.era;
     let methods: &[&str] = match era {
@@ -280,25 +366,7 @@ async fn foreign_identity(context: &Context<'_>, out: &mut Outcomes) {
         };
         let foreign = stranger.request(method, params(&view.task_id)).await;
         let unknown = stranger.request(method, params(UNKNOWN_TASK_ID)).await;
-        let problem = match (
-            error_shape(&foreign, &view.task_id),
-            error_shape(&unknown, UNKNOWN_TASK_ID),
-        ) {
-            (None, _) => Some(format!(
-                "{} {method} of {}'s task was served: {}",
-                stranger.identity(),
-                context.opened.peer.identity(),
-                foreign.summary()
-            )),
-            (Some(foreign_error), Some(unknown_error)) if foreign_error != unknown_error => Some(
-                format!("told apart from an unknown id: {foreign_error} vs {unknown_error}"),
-            ),
-            (Some(_), None) => Some(format!(
-                "an unknown id was not refused ({}), so the refusal of the foreign one tells it apart",
-                unknown.summary()
-            )),
-            _ => None,
-        };
+        let problem = foreign_refusal_problem(context, stranger, method, &view, &foreign, &unknown);
         out.judge(
             &check(method),
             Level::Must,
@@ -325,50 +393,7 @@ async fn foreign_identity(context: &Context<'_>, out: &mut Outcomes) {
         }
     }
     if era == Era::Core2025 {
-        if !other.facts.list() {
-            out.not_applicable(
-                "hostile.foreign-identity.list",
-                Level::Must,
-                "n/a: tasks.list is not declared",
-            );
-        } else {
-            let mut pages = Vec::new();
-            let mut cursor: Option<String> = None;
-            let mut seen = false;
-            for _ in 0..peer::PAGES_MAX {
-                let page = stranger.list(cursor.as_deref()).await;
-                seen |= page
-                    .result()
-                    .and_then(|result| result["tasks"].as_array())
-                    .is_some_and(|tasks| {
-                        tasks
-                            .iter()
-                            .any(|task| task["taskId"] == view.task_id.as_str())
-                    });
-                cursor = page
-                    .result()
-                    .and_then(|result| result["nextCursor"].as_str().map(str::to_owned));
-                pages.push(page);
-                if cursor.is_none() || seen {
-                    break;
-                }
-            }
-            let evidence: Vec<&Exchange> = std::iter::once(&create).chain(pages.iter()).collect();
-            out.judge(
-                "hostile.foreign-identity.list",
-                Level::Must,
-                "another identity's tasks/list never shows the task",
-                seen.then(|| {
-                    format!(
-                        "{} listed {}'s task {}",
-                        stranger.identity(),
-                        context.opened.peer.identity(),
-                        view.task_id
-                    )
-                }),
-                &evidence,
-            );
-        }
+        foreign_list(context, out, other, &create, &view).await;
     }
 }
 
@@ -766,7 +791,6 @@ async fn expired_stays_gone(context: &Context<'_>, out: &mut Outcomes) {
 }
 
 async fn retried_call(context: &Context<'_>, out: &mut Outcomes) {
-    let peer = &context.opened.peer;
     let (tool, arguments) = match chosen_tool(context) {
         Ok(chosen) => chosen,
         Err(why) => {
@@ -779,8 +803,15 @@ async fn retried_call(context: &Context<'_>, out: &mut Outcomes) {
             return;
         }
     };
-    let first = peer.create(&tool, &arguments, None).await;
-    let second = peer.create(&tool, &arguments, None).await;
+    unkeyed_retry(context, out, &tool, &arguments).await;
+    keyed_retry(context, out, &tool, &arguments).await;
+}
+
+/// An identical `tools/call` sent twice: one task (a risk when two).
+async fn unkeyed_retry(context: &Context<'_>, out: &mut Outcomes, tool: &str, arguments: &Value) {
+    let peer = &context.opened.peer;
+    let first = peer.create(tool, arguments, None).await;
+    let second = peer.create(tool, arguments, None).await;
     let ids = |exchange: &Exchange| peer.created(exchange).map(|view: TaskView| view.task_id);
     match (ids(&first), ids(&second)) {
         (Some(a), Some(b)) if a != b => out.add(
@@ -807,15 +838,20 @@ async fn retried_call(context: &Context<'_>, out: &mut Outcomes) {
             "n/a: no task was created",
         ),
     }
+}
 
+/// A keyed call retried replays its task; the key reused with other arguments is refused.
+async fn keyed_retry(context: &Context<'_>, out: &mut Outcomes, tool: &str, arguments: &Value) {
+    let peer = &context.opened.peer;
+    let ids = |exchange: &Exchange| peer.created(exchange).map(|view: TaskView| view.task_id);
     let key = format!(
         "tasklatch-probe-{}-{}",
         std::process::id(),
         context.clock.now_ms()
     );
     let meta = json!({ IDEMPOTENCY_META: key });
-    let keyed = peer.create_with_meta(&tool, &arguments, meta.clone()).await;
-    let replay = peer.create_with_meta(&tool, &arguments, meta.clone()).await;
+    let keyed = peer.create_with_meta(tool, arguments, meta.clone()).await;
+    let replay = peer.create_with_meta(tool, arguments, meta.clone()).await;
     match (ids(&keyed), ids(&replay)) {
         // A server without the key would have made a second task; failing the very request
         // that just succeeded is the key's replay going wrong.
@@ -830,8 +866,8 @@ async fn retried_call(context: &Context<'_>, out: &mut Outcomes) {
             &[&keyed, &replay],
         ),
         (Some(a), Some(b)) if a == b => {
-            let altered = altered_arguments(&arguments);
-            let reused = peer.create_with_meta(&tool, &altered, meta).await;
+            let altered = altered_arguments(arguments);
+            let reused = peer.create_with_meta(tool, &altered, meta).await;
             out.judge(
                 "hostile.idempotency-key.bound-to-request",
                 Level::Must,

@@ -403,6 +403,67 @@ pub async fn open(
     Ok(Opened { peer, facts, tools })
 }
 
+/// Probes one opened era: its server entry, the shapes and hostile checks (with every
+/// other identity opened in it) and the workload, each into `report`.
+async fn probe_era(
+    report: &mut Report,
+    opened: &Opened,
+    connections: &Connections,
+    era: Era,
+    config: &Config,
+    clock: Clock,
+    progress: &progress::Progress,
+) -> Result<(), Unreachable> {
+    report.eras.push(era_name(era));
+    report.server.push(serde_json::json!({
+        "era": era_name(era),
+        "serverInfo": opened.facts.server_info,
+        "capabilities": opened.facts.capabilities,
+        "tools": opened.tools.iter().map(|tool| serde_json::json!({
+            "name": tool.name, "taskSupport": tool.task_support,
+        })).collect::<Vec<_>>(),
+    }));
+    let mut others = Vec::new();
+    for connection in &connections.identities[1..] {
+        let other = open(era, connection.clone(), config)
+            .await
+            .map_err(|reason| {
+                Unreachable(format!("identity {}: {reason}", connection.identity()))
+            })?;
+        others.push(other);
+    }
+    let context = shapes::Context {
+        opened,
+        others: &others,
+        config,
+        clock,
+    };
+    let say = |what: &str| progress.phase(clock.now_ms() as f64 / 1000.0, era_name(era), what);
+    say("phase 1, shapes");
+    report.checks.extend(shapes::run(&context).await);
+    say("phase 2, hostile cases");
+    report.checks.extend(hostile::run(&context).await);
+    report.checks.extend(deaths_of(connections, era));
+    if let Some(workload) = &config.workload {
+        say(&format!(
+            "phase 3, workload for {:?}{} (seed {})",
+            workload.budget,
+            if workload.kill { " with kills" } else { "" },
+            workload.seed
+        ));
+        let (checks, history) =
+            run_workload(&context, workload, connections.owned.clone(), progress).await;
+        report.checks.extend(checks);
+        report.histories.push(history);
+        report.checks.extend(
+            deaths_of(connections, era)
+                .into_iter()
+                .filter(|check| check.verdict == Verdict::Fail),
+        );
+    }
+    Ok(())
+}
+
 /// Runs the probe. `Err` is a target that cannot be reached or initialized (exit 2).
 pub async fn run(config: &Config) -> Result<Report, Unreachable> {
     let clock = Clock::start();
@@ -448,53 +509,16 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
             ));
             continue;
         }
-        report.eras.push(era_name(era));
-        report.server.push(serde_json::json!({
-            "era": era_name(era),
-            "serverInfo": opened.facts.server_info,
-            "capabilities": opened.facts.capabilities,
-            "tools": opened.tools.iter().map(|tool| serde_json::json!({
-                "name": tool.name, "taskSupport": tool.task_support,
-            })).collect::<Vec<_>>(),
-        }));
-        let mut others = Vec::new();
-        for connection in &connections.identities[1..] {
-            let other = open(era, connection.clone(), config)
-                .await
-                .map_err(|reason| {
-                    Unreachable(format!("identity {}: {reason}", connection.identity()))
-                })?;
-            others.push(other);
-        }
-        let context = shapes::Context {
-            opened: &opened,
-            others: &others,
+        probe_era(
+            &mut report,
+            &opened,
+            &connections,
+            era,
             config,
             clock,
-        };
-        let say = |what: &str| progress.phase(clock.now_ms() as f64 / 1000.0, era_name(era), what);
-        say("phase 1, shapes");
-        report.checks.extend(shapes::run(&context).await);
-        say("phase 2, hostile cases");
-        report.checks.extend(hostile::run(&context).await);
-        report.checks.extend(deaths_of(&connections, era));
-        if let Some(workload) = &config.workload {
-            say(&format!(
-                "phase 3, workload for {:?}{} (seed {})",
-                workload.budget,
-                if workload.kill { " with kills" } else { "" },
-                workload.seed
-            ));
-            let (checks, history) =
-                run_workload(&context, workload, connections.owned.clone(), &progress).await;
-            report.checks.extend(checks);
-            report.histories.push(history);
-            report.checks.extend(
-                deaths_of(&connections, era)
-                    .into_iter()
-                    .filter(|check| check.verdict == Verdict::Fail),
-            );
-        }
+            &progress,
+        )
+        .await?;
     }
     if report.eras.is_empty() {
         return Err(Unreachable(format!(

@@ -594,6 +594,28 @@ async fn cancel_checks(context: &Context<'_>, out: &mut Outcomes, ended: &TaskVi
 }
 
 async fn extension_2026(context: &Context<'_>, out: &mut Outcomes) {
+    extension_refusals(context, out).await;
+    let (create, view) = match create_task(context).await {
+        Ok(created) => created,
+        Err(why) => {
+            for check in [
+                "shapes.create.flat-task",
+                "shapes.get.detailed-task",
+                "shapes.get.inlined-outcome",
+                "shapes.cancel.ack",
+                "shapes.cancel.terminal-ack",
+            ] {
+                out.not_applicable(check, Level::Must, &why);
+            }
+            return;
+        }
+    };
+    extension_task_shapes(context, out, &create, &view).await;
+    extension_outcome_and_cancel(context, out, &view).await;
+}
+
+/// Discovery, the removed methods, the undeclared extension and unknown task ids.
+async fn extension_refusals(context: &Context<'_>, out: &mut Outcomes) {
     let peer = &context.opened.peer;
     out.judge(
         "shapes.discover.extension",
@@ -648,22 +670,16 @@ async fn extension_2026(context: &Context<'_>, out: &mut Outcomes) {
     ] {
         out.expect_error(check, Level::Should, code::INVALID_PARAMS, &exchange);
     }
+}
 
-    let (create, view) = match create_task(context).await {
-        Ok(created) => created,
-        Err(why) => {
-            for check in [
-                "shapes.create.flat-task",
-                "shapes.get.detailed-task",
-                "shapes.get.inlined-outcome",
-                "shapes.cancel.ack",
-                "shapes.cancel.terminal-ack",
-            ] {
-                out.not_applicable(check, Level::Must, &why);
-            }
-            return;
-        }
-    };
+/// The create's flat Task and `tasks/get`'s detailed one.
+async fn extension_task_shapes(
+    context: &Context<'_>,
+    out: &mut Outcomes,
+    create: &Exchange,
+    view: &TaskView,
+) {
+    let peer = &context.opened.peer;
     let result = create.result().cloned().unwrap_or(Value::Null);
     let mut problems = Vec::new();
     for stale in ["task", "ttl", "pollInterval"] {
@@ -671,7 +687,7 @@ async fn extension_2026(context: &Context<'_>, out: &mut Outcomes) {
             problems.push(format!("carries the 2025-11-25 field `{stale}`"));
         }
     }
-    if let Some(problem) = task_problem(&view, "CreateTaskResult") {
+    if let Some(problem) = task_problem(view, "CreateTaskResult") {
         problems.push(problem);
     }
     out.judge(
@@ -679,7 +695,7 @@ async fn extension_2026(context: &Context<'_>, out: &mut Outcomes) {
         Level::Must,
         "resultType \"task\" with the Task fields flat (ttlMs, no nested task)",
         problems.first().cloned(),
-        &[&create],
+        &[create],
     );
 
     let get = peer.get(&view.task_id).await;
@@ -701,7 +717,11 @@ async fn extension_2026(context: &Context<'_>, out: &mut Outcomes) {
         },
         &[&get],
     );
+}
 
+/// The terminal task's inlined outcome, and cancel acknowledged before and after the end.
+async fn extension_outcome_and_cancel(context: &Context<'_>, out: &mut Outcomes, view: &TaskView) {
+    let peer = &context.opened.peer;
     let deadline_ms = context.clock.now_ms() + context.config.task_timeout.as_millis() as u64;
     let last = peer
         .wait_terminal(&view.task_id, context.clock, deadline_ms)

@@ -29,6 +29,24 @@ fn colour(kind: OpKind) -> &'static str {
     }
 }
 
+/// Where times and lanes fall on the drawing.
+struct Frame {
+    start_ms: u64,
+    end_ms: u64,
+}
+
+impl Frame {
+    fn x(&self, ms: u64) -> f64 {
+        LABEL_WIDTH
+            + PLOT_WIDTH * (ms.saturating_sub(self.start_ms)) as f64
+                / (self.end_ms - self.start_ms) as f64
+    }
+
+    fn lane_y(index: usize) -> f64 {
+        TOP + LANE_HEIGHT * index as f64
+    }
+}
+
 /// The SVG of one era's workload; `checks` are that era's outcomes (their evidence is
 /// highlighted).
 pub fn render(era: &str, ops: &[Op], kills: &[Kill], checks: &[CheckOutcome]) -> String {
@@ -49,18 +67,9 @@ pub fn render(era: &str, ops: &[Op], kills: &[Kill], checks: &[CheckOutcome]) ->
         .max()
         .unwrap_or(start_ms)
         .max(start_ms + 1);
-    let x = |ms: u64| {
-        LABEL_WIDTH + PLOT_WIDTH * (ms.saturating_sub(start_ms)) as f64 / (end_ms - start_ms) as f64
-    };
+    let frame = Frame { start_ms, end_ms };
     let height = TOP + LANE_HEIGHT * (lanes.len() + 1) as f64 + 40.0;
     let width = LABEL_WIDTH + PLOT_WIDTH + 20.0;
-    let cited: BTreeSet<(u64, String)> = checks
-        .iter()
-        .filter(|check| check.verdict == super::Verdict::Fail)
-        .flat_map(|check| check.evidence.iter())
-        .map(|exchange| (exchange.invoked_ms, exchange.request.clone()))
-        .collect();
-
     let mut svg = String::new();
     let _ = writeln!(
         svg,
@@ -73,54 +82,80 @@ pub fn render(era: &str, ops: &[Op], kills: &[Kill], checks: &[CheckOutcome]) ->
         (end_ms - start_ms) as f64 / 1000.0,
         kills.len()
     );
-    let lane_y = |index: usize| TOP + LANE_HEIGHT * index as f64;
     for (index, (client, identity)) in lanes.iter().enumerate() {
         let _ = writeln!(
             svg,
             "<text x=\"10\" y=\"{:.1}\">client {client} ({})</text>",
-            lane_y(index) + 15.0,
+            Frame::lane_y(index) + 15.0,
             xml_escape(identity)
         );
     }
-    let server_y = lane_y(lanes.len());
+    let server_y = Frame::lane_y(lanes.len());
     let _ = writeln!(
         svg,
         "<text x=\"10\" y=\"{:.1}\">server</text>",
         server_y + 15.0
     );
+    write_kills(&mut svg, &frame, kills, lanes.len());
+    write_ops(&mut svg, &frame, ops, &lanes, checks);
+    write_legend(&mut svg, height);
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// Each kill: a band across every lane while the server was down, a mark on its lane.
+fn write_kills(svg: &mut String, frame: &Frame, kills: &[Kill], lanes: usize) {
+    let server_y = Frame::lane_y(lanes);
     for kill in kills {
         let _ = writeln!(
             svg,
             "<rect x=\"{:.1}\" y=\"{TOP}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#ffe3e3\">\
              <title>SIGKILL at {} ms, ready at {} ms</title></rect>",
-            x(kill.killed_ms),
-            (x(kill.ready_ms) - x(kill.killed_ms)).max(2.0),
-            LANE_HEIGHT * (lanes.len() + 1) as f64,
+            frame.x(kill.killed_ms),
+            (frame.x(kill.ready_ms) - frame.x(kill.killed_ms)).max(2.0),
+            LANE_HEIGHT * (lanes + 1) as f64,
             kill.killed_ms,
             kill.ready_ms
         );
         let _ = writeln!(
             svg,
             "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"3\" height=\"{:.1}\" fill=\"#e03131\"/>",
-            x(kill.killed_ms),
+            frame.x(kill.killed_ms),
             server_y + 3.0,
             LANE_HEIGHT - 6.0
         );
     }
+}
+
+/// Each operation a bar on its client's lane, red when unanswered, outlined when a failed
+/// check cites it.
+fn write_ops(
+    svg: &mut String,
+    frame: &Frame,
+    ops: &[Op],
+    lanes: &[(usize, &str)],
+    checks: &[CheckOutcome],
+) {
+    let cited: BTreeSet<(u64, String)> = checks
+        .iter()
+        .filter(|check| check.verdict == super::Verdict::Fail)
+        .flat_map(|check| check.evidence.iter())
+        .map(|exchange| (exchange.invoked_ms, exchange.request.clone()))
+        .collect();
     for op in ops.iter().take(OPS_DRAWN_MAX) {
         let lane = lanes
             .iter()
             .position(|(client, _)| *client == op.client)
             .unwrap_or(0);
-        let left = x(op.exchange.invoked_ms);
-        let bar = (x(op.exchange.completed_ms) - left).max(1.5);
+        let left = frame.x(op.exchange.invoked_ms);
+        let bar = (frame.x(op.exchange.completed_ms) - left).max(1.5);
         let answered = op.exchange.response.is_some();
         let highlighted = cited.contains(&(op.exchange.invoked_ms, op.exchange.request.clone()));
         let _ = writeln!(
             svg,
             "<rect x=\"{left:.1}\" y=\"{:.1}\" width=\"{bar:.1}\" height=\"{:.1}\" fill=\"{}\"{}>\
              <title>{:?} {} {}–{} ms: {}</title></rect>",
-            lane_y(lane) + 4.0,
+            Frame::lane_y(lane) + 4.0,
             LANE_HEIGHT - 8.0,
             if answered { colour(op.kind) } else { "#ff8787" },
             if highlighted {
@@ -135,6 +170,9 @@ pub fn render(era: &str, ops: &[Op], kills: &[Kill], checks: &[CheckOutcome]) ->
             xml_escape(&op.exchange.summary().chars().take(300).collect::<String>())
         );
     }
+}
+
+fn write_legend(svg: &mut String, height: f64) {
     let legend_y = height - 15.0;
     let mut legend_x = LABEL_WIDTH;
     for kind in [
@@ -157,6 +195,4 @@ pub fn render(era: &str, ops: &[Op], kills: &[Kill], checks: &[CheckOutcome]) ->
         );
         legend_x += 110.0;
     }
-    svg.push_str("</svg>\n");
-    svg
 }

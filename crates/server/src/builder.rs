@@ -36,7 +36,6 @@ use crate::tool::Toolbox;
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Most worker loops one process runs.
@@ -88,7 +87,10 @@ enum StoreChoice {
 
 enum ToolsChoice {
     Toolbox(Toolbox),
-    Examples { exports: PathBuf },
+    #[cfg(feature = "example-tools")]
+    Examples {
+        exports: std::path::PathBuf,
+    },
 }
 
 /// A server to be: see the module docs. Every setting has the default `tasklatch serve`
@@ -148,8 +150,13 @@ impl ServerBuilder {
 
     /// The built-in example tools `tasklatch serve` offers (`export`, `archive`, `echo`,
     /// `notify`), exporting to `exports`; with `conformance_tools`, also the official
-    /// conformance suite's fixture tools.
-    pub fn example_tools(mut self, exports: PathBuf, conformance_tools: bool) -> ServerBuilder {
+    /// conformance suite's fixture tools. Feature `example-tools`.
+    #[cfg(feature = "example-tools")]
+    pub fn example_tools(
+        mut self,
+        exports: std::path::PathBuf,
+        conformance_tools: bool,
+    ) -> ServerBuilder {
         self.tools = ToolsChoice::Examples { exports };
         self.config.conformance_tools = conformance_tools;
         self
@@ -267,6 +274,7 @@ impl ServerBuilder {
                 runtime_config,
                 self.probe,
             ),
+            #[cfg(feature = "example-tools")]
             ToolsChoice::Examples { exports } => {
                 Assembly::with_probe(store, exports, env, self.config, runtime_config, self.probe)
             }

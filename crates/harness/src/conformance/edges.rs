@@ -1,5 +1,4 @@
-//! Bounds at their edges: list pages, claims and sweeps, an idempotency key's lifetime,
-//! task id collisions, the point of no return.
+//! Bounds at their edges: list pages, claims and sweeps, the point of no return.
 
 use super::*;
 
@@ -195,9 +194,13 @@ pub(super) fn list_page_edges(factory: &dyn StoreFactory) -> Result<String, Stri
     Ok("limits 0, 1, 2, 4, N, N+1, MAX-1, MAX, MAX+1, usize::MAX; empty list; expiry at now == expires_at, mid-list and at a page's tail".into())
 }
 
-pub(super) fn claims_carry_what_was_stored(factory: &dyn StoreFactory) -> Result<String, String> {
-    let store = fresh(factory)?;
-    let base_ms = 1_700_000_000_000;
+/// Four tasks with unusual requests (hostile arguments, no arguments, `null` arguments,
+/// a non-ASCII tool name), one moved to `input_required` before its first claim: their
+/// commands, the moved record, and every task as stored.
+fn stored_for_claims(
+    store: &dyn TaskStore,
+    base_ms: u64,
+) -> Result<([CreateCommand; 4], TaskRecord, Vec<TaskRecord>), String> {
     let mut rich = command(ALICE, "q-rich", Some("k"), "2026-06", base_ms);
     rich.request.arguments = Some(hostile_arguments());
     let mut other = command(BOB, "q-other", None, "2026-07", base_ms + 1);
@@ -211,7 +214,7 @@ pub(super) fn claims_carry_what_was_stored(factory: &dyn StoreFactory) -> Result
     null.request.arguments = Some(serde_json::Value::Null);
     let commands = [rich, other, moved, null];
     for cmd in &commands {
-        create_ok(&*store, cmd, Decision::AcceptTask)?;
+        create_ok(store, cmd, Decision::AcceptTask)?;
     }
     // q-moved changes before its first claim: a claim carries the task as it is now.
     let moved_record = store
@@ -219,7 +222,7 @@ pub(super) fn claims_carry_what_was_stored(factory: &dyn StoreFactory) -> Result
         .map_err(store_err("read"))?
         .ok_or("task vanished")?;
     let moved_record = apply_exactly(
-        &*store,
+        store,
         &moved_record,
         &step(
             "q-moved",
@@ -240,40 +243,59 @@ pub(super) fn claims_carry_what_was_stored(factory: &dyn StoreFactory) -> Result
                 .ok_or("task vanished")?,
         );
     }
-    let expect =
-        |at: usize, attempt: u32, now_ms: u64, lease_ms: u64, record: &TaskRecord| OutboxClaim {
-            task_id: record.task_id.clone(),
-            auth_key: commands[at].caller.clone(),
-            request: commands[at].request.clone(),
-            attempt,
-            lease_expires_at_ms: now_ms + lease_ms,
-            task_version: record.version,
-            task_status: record.status,
-        };
+    Ok((commands, moved_record, stored))
+}
+
+fn expected_claim(
+    command: &CreateCommand,
+    attempt: u32,
+    lease_expires_at_ms: u64,
+    record: &TaskRecord,
+) -> OutboxClaim {
+    OutboxClaim {
+        task_id: record.task_id.clone(),
+        auth_key: command.caller.clone(),
+        request: command.request.clone(),
+        attempt,
+        lease_expires_at_ms,
+        task_version: record.version,
+        task_status: record.status,
+    }
+}
+
+/// The claims of one round are exactly `want`, field by field.
+fn check_claim_round(claims: &[OutboxClaim], want: &[OutboxClaim]) -> Result<(), String> {
+    let mut ids: Vec<_> = claims.iter().map(|c| c.task_id.as_str()).collect();
+    ids.sort_unstable();
+    let mut want_ids: Vec<_> = want.iter().map(|c| c.task_id.as_str()).collect();
+    want_ids.sort_unstable();
+    same("claimed task ids", ids, want_ids)?;
+    for want in want {
+        let got = claims
+            .iter()
+            .find(|claim| claim.task_id == want.task_id)
+            .expect("ids compared above");
+        same_claim(got, want)?;
+    }
+    Ok(())
+}
+
+pub(super) fn claims_carry_what_was_stored(factory: &dyn StoreFactory) -> Result<String, String> {
+    let store = fresh(factory)?;
+    let base_ms = 1_700_000_000_000;
+    let (commands, moved_record, mut stored) = stored_for_claims(&*store, base_ms)?;
+    let expect = |at: usize, attempt: u32, now_ms: u64, lease_ms: u64, record: &TaskRecord| {
+        expected_claim(&commands[at], attempt, now_ms + lease_ms, record)
+    };
     let claim_all = |now_ms: u64, lease_ms: u64| {
         store
             .claim("w-data", now_ms, lease_ms, 10)
             .map_err(store_err("claim"))
     };
-    let check_round = |claims: &[OutboxClaim], want: &[OutboxClaim]| -> Result<(), String> {
-        let mut ids: Vec<_> = claims.iter().map(|c| c.task_id.as_str()).collect();
-        ids.sort_unstable();
-        let mut want_ids: Vec<_> = want.iter().map(|c| c.task_id.as_str()).collect();
-        want_ids.sort_unstable();
-        same("claimed task ids", ids, want_ids)?;
-        for want in want {
-            let got = claims
-                .iter()
-                .find(|claim| claim.task_id == want.task_id)
-                .expect("ids compared above");
-            same_claim(got, want)?;
-        }
-        Ok(())
-    };
     // Attempt 1.
     let now_ms = base_ms + 10;
     let first = claim_all(now_ms, 50)?;
-    check_round(
+    check_claim_round(
         &first,
         &(0..commands.len())
             .map(|at| expect(at, 1, now_ms, 50, &stored[at]))
@@ -301,7 +323,7 @@ pub(super) fn claims_carry_what_was_stored(factory: &dyn StoreFactory) -> Result
     stored[0] = rich_done;
     let now_ms = now_ms + 50;
     let second = claim_all(now_ms, 1_000)?;
-    check_round(
+    check_claim_round(
         &second,
         &(0..commands.len())
             .map(|at| expect(at, 2, now_ms, 1_000, &stored[at]))
@@ -339,7 +361,7 @@ pub(super) fn claims_carry_what_was_stored(factory: &dyn StoreFactory) -> Result
     )?;
     let now_ms = now_ms + 1_000;
     let third = claim_all(now_ms, 7)?;
-    check_round(
+    check_claim_round(
         &third,
         &[0, 2, 3]
             .into_iter()
@@ -357,6 +379,18 @@ pub(super) fn claims_carry_what_was_stored(factory: &dyn StoreFactory) -> Result
 }
 
 pub(super) fn claim_and_sweep_bounds(factory: &dyn StoreFactory) -> Result<String, String> {
+    let count = claim_bounds(factory)?;
+    sweep_in_expiry_order(factory)?;
+    sweep_crowded(factory)?;
+    Ok(format!(
+        "claim max 0, 1, {}, usize::MAX over {count} entries; leases at their end; sweep max 0, 1, 2 (3 due), usize::MAX in expiry order",
+        CLAIM_BATCH_MAX + 10
+    ))
+}
+
+/// Claims with max 0, 1, more than [`CLAIM_BATCH_MAX`] and `usize::MAX`, and redelivery
+/// at a lease's end; returns how many entries it claimed over.
+fn claim_bounds(factory: &dyn StoreFactory) -> Result<usize, String> {
     let store = fresh(factory)?;
     let count = CLAIM_BATCH_MAX + 1;
     let ids: Vec<String> = (0..count).map(|n| format!("cb{n:03}")).collect();
@@ -367,11 +401,6 @@ pub(super) fn claim_and_sweep_bounds(factory: &dyn StoreFactory) -> Result<Strin
             Decision::AcceptTask,
         )?;
     }
-    let claimed_ids = |claims: &[OutboxClaim]| {
-        let mut ids: Vec<String> = claims.iter().map(|c| c.task_id.clone()).collect();
-        ids.sort_unstable();
-        ids
-    };
     same(
         "claim with max 0",
         claimed_ids(
@@ -432,7 +461,17 @@ pub(super) fn claim_and_sweep_bounds(factory: &dyn StoreFactory) -> Result<Strin
         ));
     }
 
-    // Sweeping: bounds, order and the expiry edge.
+    Ok(count)
+}
+
+fn claimed_ids(claims: &[OutboxClaim]) -> Vec<String> {
+    let mut ids: Vec<String> = claims.iter().map(|c| c.task_id.clone()).collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// Sweeping: bounds, order and the expiry edge.
+fn sweep_in_expiry_order(factory: &dyn StoreFactory) -> Result<(), String> {
     let sweep = fresh(factory)?;
     for (id, at, ttl_ms) in [
         ("s2", 0, Some(600)),
@@ -499,7 +538,20 @@ pub(super) fn claim_and_sweep_bounds(factory: &dyn StoreFactory) -> Result<Strin
         before.into_iter().collect::<Vec<_>>(),
         vec!["s3"],
     )?;
-    // A bounded sweep with more due than it may take: exactly its bound, then the rest.
+    same(
+        "only the unexpired task's outbox entry is left",
+        claimed_ids(
+            &sweep
+                .claim("w", 10_000, 10, 10)
+                .map_err(store_err("claim"))?,
+        ),
+        vec!["s3".to_owned()],
+    )?;
+    Ok(())
+}
+
+/// A bounded sweep with more due than it may take: exactly its bound, then the rest.
+fn sweep_crowded(factory: &dyn StoreFactory) -> Result<(), String> {
     let crowded = fresh(factory)?;
     for id in ["d0", "d1", "d2"] {
         let mut cmd = command(ALICE, id, None, "2026-06", 0);
@@ -515,287 +567,7 @@ pub(super) fn claim_and_sweep_bounds(factory: &dyn StoreFactory) -> Result<Strin
             swept,
         )?;
     }
-    same(
-        "only the unexpired task's outbox entry is left",
-        claimed_ids(
-            &sweep
-                .claim("w", 10_000, 10, 10)
-                .map_err(store_err("claim"))?,
-        ),
-        vec!["s3".to_owned()],
-    )?;
-    Ok(format!(
-        "claim max 0, 1, {}, usize::MAX over {count} entries; leases at their end; sweep max 0, 1, 2 (3 due), usize::MAX in expiry order",
-        CLAIM_BATCH_MAX + 10
-    ))
-}
-
-pub(super) fn idempotency_key_lifetime(factory: &dyn StoreFactory) -> Result<String, String> {
-    let store = fresh(factory)?;
-    let keyed = |caller: &str, id: &str, key: &str, month: &str, now_ms: u64| {
-        let mut cmd = command(caller, id, Some(key), month, now_ms);
-        cmd.ttl_ms = Some(1_000);
-        cmd
-    };
-    let replays = |cmd: &CreateCommand, holder: &str| -> Result<(), String> {
-        let answer = store.create(cmd).map_err(store_err("create"))?;
-        let what = format!(
-            "{} with key {:?} at {} (task {} holds it)",
-            cmd.caller,
-            cmd.idempotency_key.as_deref().unwrap_or_default(),
-            cmd.now_ms,
-            holder
-        );
-        same(
-            &format!("{what}: decision"),
-            answer.decision,
-            Decision::ReplayTask,
-        )?;
-        let stored = store.read(holder).map_err(store_err("read"))?;
-        same_record(
-            &format!("{what}: replayed record"),
-            stored.as_ref().ok_or(format!("{what}: holder vanished"))?,
-            answer.record.as_ref(),
-        )?;
-        same(
-            &format!("{what}: the replay stored nothing"),
-            store.read(&cmd.task_id).map_err(store_err("read"))?,
-            None,
-        )
-    };
-    // k1: bound while the task lives, terminal or not.
-    create_ok(
-        &*store,
-        &keyed(ALICE, "k1-a", "k1", "m", 0),
-        Decision::AcceptTask,
-    )?;
-    replays(&keyed(ALICE, "k1-r1", "k1", "m", 10), "k1-a")?;
-    create_ok(
-        &*store,
-        &keyed(ALICE, "k1-x", "k1", "other", 11),
-        Decision::BlockIdempotencyCollision,
-    )?;
-    store
-        .transition(&transition("k1-a", ALICE, 1, TaskStatus::Completed, 20))
-        .map_err(store_err("transition"))?;
-    replays(&keyed(ALICE, "k1-r2", "k1", "m", 30), "k1-a")?;
-    create_ok(
-        &*store,
-        &keyed(ALICE, "k1-x2", "k1", "other", 31),
-        Decision::BlockIdempotencyCollision,
-    )?;
-    // Per caller: Bob's k1 is his own, with the same request or another.
-    create_ok(
-        &*store,
-        &keyed(BOB, "k1-b", "k1", "m", 40),
-        Decision::AcceptTask,
-    )?;
-    create_ok(
-        &*store,
-        &keyed(CAROL, "k1-c", "k1", "other", 41),
-        Decision::AcceptTask,
-    )?;
-    replays(&keyed(BOB, "k1-b-r", "k1", "m", 50), "k1-b")?;
-    replays(&keyed(ALICE, "k1-r3", "k1", "m", 51), "k1-a")?;
-    replays(&keyed(CAROL, "k1-c-r", "k1", "other", 52), "k1-c")?;
-    // k2: cancelled by the requestor, still bound.
-    create_ok(
-        &*store,
-        &keyed(ALICE, "k2-a", "k2", "m", 100),
-        Decision::AcceptTask,
-    )?;
-    store
-        .cancel(Negotiated::FULL, ALICE, "k2-a", 110)
-        .map_err(store_err("cancel"))?;
-    replays(&keyed(ALICE, "k2-r", "k2", "m", 120), "k2-a")?;
-    // The last millisecond of k1-a's life: still bound.
-    replays(&keyed(ALICE, "k1-r4", "k1", "m", 999), "k1-a")?;
-    // At expiry (now == expires_at) the key is released: a new task, and the expired
-    // record, still stored until swept, no longer claims the key.
-    let old = store
-        .read("k1-a")
-        .map_err(store_err("read"))?
-        .ok_or("k1-a vanished before its sweep")?;
-    let renewed = keyed(ALICE, "k1-new", "k1", "other", 1_000);
-    let answer = create_ok(&*store, &renewed, Decision::AcceptTask)?;
-    same_record(
-        "the create after the key's task expired",
-        &renewed.admission_record(renewed.request.digest()),
-        answer.record.as_ref(),
-    )?;
-    let mut released = old.clone();
-    released.idempotency_key = None;
-    same_record(
-        "the expired holder after its key was taken",
-        &released,
-        store.read("k1-a").map_err(store_err("read"))?.as_ref(),
-    )?;
-    replays(&keyed(ALICE, "k1-r5", "k1", "other", 1_001), "k1-new")?;
-    // Bob's k1 (expires at 1040) is untouched by Alice's release.
-    replays(&keyed(BOB, "k1-b-r2", "k1", "m", 1_001), "k1-b")?;
-    // k2-a expires at 1100 and is swept: its key is free, the new task owns it.
-    same(
-        "sweep at 1100",
-        store
-            .sweep_expired(1_100, usize::MAX)
-            .map_err(store_err("sweep"))?,
-        4,
-    )?;
-    same(
-        "k2-a swept",
-        store.read("k2-a").map_err(store_err("read"))?,
-        None,
-    )?;
-    let after_sweep = keyed(ALICE, "k2-new", "k2", "another", 1_200);
-    let answer = create_ok(&*store, &after_sweep, Decision::AcceptTask)?;
-    same_record(
-        "the create after the key's task was swept",
-        &after_sweep.admission_record(after_sweep.request.digest()),
-        answer.record.as_ref(),
-    )?;
-    replays(&keyed(ALICE, "k2-r2", "k2", "another", 1_201), "k2-new")?;
-    // Bob's k1 was swept too: his key is free again, for a different request.
-    create_ok(
-        &*store,
-        &keyed(BOB, "k1-b2", "k1", "changed", 1_202),
-        Decision::AcceptTask,
-    )?;
-    Ok(
-        "keys bound through terminal states, per caller, released at expiry and by the sweep"
-            .into(),
-    )
-}
-
-pub(super) fn task_id_collisions(factory: &dyn StoreFactory) -> Result<String, String> {
-    let store = fresh(factory)?;
-    let original = command(ALICE, "dup", None, "2026-06", 10);
-    let original_record = create_ok(&*store, &original, Decision::AcceptTask)?
-        .record
-        .ok_or("ACCEPT_TASK without a record")?;
-    let mut expiring = command(ALICE, "holder", Some("ke"), "2026-06", 0);
-    expiring.ttl_ms = Some(100);
-    let holder = create_ok(&*store, &expiring, Decision::AcceptTask)?
-        .record
-        .ok_or("ACCEPT_TASK without a record")?;
-    let mut colliding = Vec::new();
-    let mut same_caller = command(ALICE, "dup", None, "2026-07", 20);
-    same_caller.request.name = "other-tool".into();
-    colliding.push(("Alice, no key", same_caller));
-    colliding.push(("Bob, no key", command(BOB, "dup", None, "2026-06", 21)));
-    colliding.push((
-        "Bob, new key",
-        command(BOB, "dup", Some("kx"), "2026-06", 22),
-    ));
-    // An expired holder's key would be released by an admission: not by a refused one.
-    colliding.push((
-        "Alice, expired holder's key",
-        command(ALICE, "dup", Some("ke"), "2026-07", 200),
-    ));
-    for (who, cmd) in &colliding {
-        match store.create(cmd) {
-            Err(StoreError::Duplicate { task_id }) => same(
-                &format!("create of an existing id ({who}): Duplicate names"),
-                task_id.as_str(),
-                "dup",
-            )?,
-            other => {
-                return Err(format!(
-                    "create of existing task id dup ({who}): expected Err(Duplicate), got {other:?}"
-                ));
-            }
-        }
-        same_record(
-            &format!("after a colliding create ({who})"),
-            &original_record,
-            store.read("dup").map_err(store_err("read"))?.as_ref(),
-        )?;
-    }
-    same_record(
-        "the expired holder after a refused create with its key",
-        &holder,
-        store.read("holder").map_err(store_err("read"))?.as_ref(),
-    )?;
-    // The refused creates bound no key: Bob's kx is free for any request.
-    create_ok(
-        &*store,
-        &command(BOB, "kx-task", Some("kx"), "2026-12", 30),
-        Decision::AcceptTask,
-    )?;
-    // The original's outbox entry is intact, with its own request.
-    let claims = store.claim("w", 300, 100, 10).map_err(store_err("claim"))?;
-    let claim = claims
-        .iter()
-        .find(|claim| claim.task_id == "dup")
-        .ok_or("task dup: its outbox entry is gone after colliding creates")?;
-    same_claim(
-        claim,
-        &OutboxClaim {
-            task_id: "dup".into(),
-            auth_key: ALICE.into(),
-            request: original.request.clone(),
-            attempt: 1,
-            lease_expires_at_ms: 400,
-            task_version: 1,
-            task_status: TaskStatus::Working,
-        },
-    )?;
-    same(
-        "one outbox entry per task",
-        claims.iter().filter(|claim| claim.task_id == "dup").count(),
-        1,
-    )?;
-    // Import: a colliding id anywhere in the batch refuses all of it.
-    let fresh_one = command(CAROL, "imp-1", None, "2026-06", 40).admission_record(
-        crate::contract::request_digest("tools/call", "export", None),
-    );
-    let fresh_two = command(CAROL, "imp-2", Some("ki"), "2026-06", 41).admission_record(
-        crate::contract::request_digest("tools/call", "export", None),
-    );
-    let mut impostor = original_record.clone();
-    impostor.auth_key = CAROL.into();
-    impostor.status_message = Some("overwritten".into());
-    let batches: [(&str, Vec<TaskRecord>); 3] = [
-        (
-            "existing id last",
-            vec![fresh_one.clone(), fresh_two.clone(), impostor.clone()],
-        ),
-        (
-            "existing id first",
-            vec![impostor.clone(), fresh_one.clone(), fresh_two.clone()],
-        ),
-        (
-            "the same id twice",
-            vec![fresh_one.clone(), fresh_two.clone(), fresh_one.clone()],
-        ),
-    ];
-    for (what, batch) in &batches {
-        if store.import(batch).is_ok() {
-            return Err(format!("import ({what}): accepted a colliding task id"));
-        }
-        for id in ["imp-1", "imp-2"] {
-            if let Some(written) = store.read(id).map_err(store_err("read"))? {
-                return Err(format!(
-                    "import ({what}) refused, yet task {id} was written: {written:?}"
-                ));
-            }
-        }
-        same_record(
-            &format!("after a refused import ({what})"),
-            &original_record,
-            store.read("dup").map_err(store_err("read"))?.as_ref(),
-        )?;
-    }
-    // Nothing of the refused batches lingers: the same records import cleanly, and the
-    // key they carry was not left bound.
-    store
-        .import(&[fresh_one.clone(), fresh_two.clone()])
-        .map_err(store_err("import after refusals"))?;
-    same_record(
-        "imported after refusals",
-        &fresh_two,
-        store.read("imp-2").map_err(store_err("read"))?.as_ref(),
-    )?;
-    Ok("creates (any caller, with or without a key) and imports of existing ids refused; nothing changed".into())
+    Ok(())
 }
 
 /// A declaration of the point of no return, as the runtime writes it.
@@ -826,101 +598,121 @@ pub(super) fn point_of_no_return(factory: &dyn StoreFactory) -> Result<String, S
     let store = fresh(factory)?;
     let effect = "POST https://hooks.example/notify";
     for (task_id, era) in [("p-core", Era::Core2025), ("p-ext", Era::Extension2026)] {
-        create_ok(
-            &*store,
-            &CreateCommand {
-                era,
-                ..command(ALICE, task_id, None, "2026-06", 10)
-            },
-            Decision::AcceptTask,
-        )?;
-        let write =
-            |command: &TransitionCommand| store.transition(command).map_err(store_err("declare"));
-        same(
-            "stale declaration",
-            write(&declare(task_id, 2, effect, 11))?.decision,
-            Decision::BlockStaleVersion,
-        )?;
-        let declared = write(&declare(task_id, 1, effect, 12))?;
-        same("declaration", declared.decision, Decision::ApplyTransition)?;
-        let record = declared
-            .record
-            .ok_or("APPLY_TRANSITION without the record after it")?;
-        same(
-            "after the declaration",
-            (
-                record.status,
-                record.version,
-                record.irreversible_effect.as_deref(),
-                record.updated_at_ms,
-            ),
-            (TaskStatus::Working, 2, Some(effect), 12),
-        )?;
-        same(
-            "its status message",
-            record.status_message.clone(),
-            Some(crate::store::point_of_no_return_message(effect)),
-        )?;
-        same(
-            "the reply is the stored record",
-            store.read(task_id).map_err(store_err("read"))?,
-            Some(record),
-        )?;
-        same(
-            "a second declaration",
-            write(&declare(task_id, 2, effect, 13))?.decision,
-            Decision::BlockIllegalTransition,
-        )?;
-        let cancelled = store
-            .cancel(Negotiated::FULL, ALICE, task_id, 14)
-            .map_err(store_err("cancel"))?;
-        let stored = store
-            .read(task_id)
-            .map_err(store_err("read"))?
-            .ok_or("the task vanished")?;
-        match era {
-            Era::Extension2026 => {
-                same(
-                    "cancel past the point",
-                    cancelled.decision,
-                    Decision::PastPointOfNoReturn,
-                )?;
-                same(
-                    "still working at version 2",
-                    (stored.status, stored.version),
-                    (TaskStatus::Working, 2),
-                )?;
-                let done = store
-                    .transition(&transition(task_id, ALICE, 2, TaskStatus::Completed, 15))
-                    .map_err(store_err("complete"))?;
-                same(
-                    "completion after the acknowledged cancel",
-                    done.decision,
-                    Decision::ApplyTransition,
-                )?;
-            }
-            Era::Core2025 => {
-                same(
-                    "cancel past the point",
-                    cancelled.decision,
-                    Decision::ApplyCancel,
-                )?;
-                same(
-                    "the cancelled task says what was started",
-                    stored.status_message.as_deref(),
-                    Some(format!("cancelled by the requestor past its point of no return: {effect} was started and is not undone").as_str()),
-                )?;
-                same(
-                    "the reply is the stored record",
-                    cancelled.record.as_ref(),
-                    Some(&stored),
-                )?;
-            }
+        declare_then_cancel(&*store, task_id, era, effect)?;
+    }
+    declarations_refused(&*store, effect)?;
+    Ok("declared once at its version; 2026-07-28 cancel acknowledged, 2025-11-25 cancel names the effect".into())
+}
+
+/// Declared once at its version, then cancelled: acknowledged in 2026-07-28 (the task
+/// completes), a cancel naming the effect in 2025-11-25.
+fn declare_then_cancel(
+    store: &dyn TaskStore,
+    task_id: &str,
+    era: crate::contract::Era,
+    effect: &str,
+) -> Result<(), String> {
+    use crate::contract::Era;
+    create_ok(
+        store,
+        &CreateCommand {
+            era,
+            ..command(ALICE, task_id, None, "2026-06", 10)
+        },
+        Decision::AcceptTask,
+    )?;
+    let write =
+        |command: &TransitionCommand| store.transition(command).map_err(store_err("declare"));
+    same(
+        "stale declaration",
+        write(&declare(task_id, 2, effect, 11))?.decision,
+        Decision::BlockStaleVersion,
+    )?;
+    let declared = write(&declare(task_id, 1, effect, 12))?;
+    same("declaration", declared.decision, Decision::ApplyTransition)?;
+    let record = declared
+        .record
+        .ok_or("APPLY_TRANSITION without the record after it")?;
+    same(
+        "after the declaration",
+        (
+            record.status,
+            record.version,
+            record.irreversible_effect.as_deref(),
+            record.updated_at_ms,
+        ),
+        (TaskStatus::Working, 2, Some(effect), 12),
+    )?;
+    same(
+        "its status message",
+        record.status_message.clone(),
+        Some(crate::store::point_of_no_return_message(effect)),
+    )?;
+    same(
+        "the reply is the stored record",
+        store.read(task_id).map_err(store_err("read"))?,
+        Some(record),
+    )?;
+    same(
+        "a second declaration",
+        write(&declare(task_id, 2, effect, 13))?.decision,
+        Decision::BlockIllegalTransition,
+    )?;
+    let cancelled = store
+        .cancel(Negotiated::FULL, ALICE, task_id, 14)
+        .map_err(store_err("cancel"))?;
+    let stored = store
+        .read(task_id)
+        .map_err(store_err("read"))?
+        .ok_or("the task vanished")?;
+    match era {
+        Era::Extension2026 => {
+            same(
+                "cancel past the point",
+                cancelled.decision,
+                Decision::PastPointOfNoReturn,
+            )?;
+            same(
+                "still working at version 2",
+                (stored.status, stored.version),
+                (TaskStatus::Working, 2),
+            )?;
+            let done = store
+                .transition(&transition(task_id, ALICE, 2, TaskStatus::Completed, 15))
+                .map_err(store_err("complete"))?;
+            same(
+                "completion after the acknowledged cancel",
+                done.decision,
+                Decision::ApplyTransition,
+            )?;
+        }
+        Era::Core2025 => {
+            same(
+                "cancel past the point",
+                cancelled.decision,
+                Decision::ApplyCancel,
+            )?;
+            same(
+                "the cancelled task says what was started",
+                stored.status_message.as_deref(),
+                Some(format!("cancelled by the requestor past its point of no return: {effect} was started and is not undone").as_str()),
+            )?;
+            same(
+                "the reply is the stored record",
+                cancelled.record.as_ref(),
+                Some(&stored),
+            )?;
         }
     }
+    Ok(())
+}
+
+/// A cancel before the point wins it; only a working task declares; another caller's
+/// declaration is refused.
+fn declarations_refused(store: &dyn TaskStore, effect: &str) -> Result<(), String> {
     // A cancel before the point wins it: the declaration finds the latch.
     create_ok(
-        &*store,
+        store,
         &command(ALICE, "p-late", None, "2026-06", 20),
         Decision::AcceptTask,
     )?;
@@ -937,7 +729,7 @@ pub(super) fn point_of_no_return(factory: &dyn StoreFactory) -> Result<String, S
     )?;
     // Only a working task declares; another caller's declaration is refused.
     create_ok(
-        &*store,
+        store,
         &command(ALICE, "p-ask", None, "2026-06", 30),
         Decision::AcceptTask,
     )?;
@@ -970,5 +762,5 @@ pub(super) fn point_of_no_return(factory: &dyn StoreFactory) -> Result<String, S
         foreign.decision,
         Decision::BlockAuth,
     )?;
-    Ok("declared once at its version; 2026-07-28 cancel acknowledged, 2025-11-25 cancel names the effect".into())
+    Ok(())
 }

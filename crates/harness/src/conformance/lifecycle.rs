@@ -211,8 +211,16 @@ pub(super) fn leases_redeliver_and_fence_acks(
     factory: &dyn StoreFactory,
 ) -> Result<String, String> {
     let store = fresh(factory)?;
+    lease_redelivers_and_fences(&*store)?;
+    leases_released_at_their_end(&*store)?;
+    claims_bounded_in_order(&*store)?;
+    Ok("lease, redelivery, fenced ack, release, batch order".into())
+}
+
+/// A claimed entry is redelivered at its lease's end, and only the current attempt acks, once.
+fn lease_redelivers_and_fences(store: &dyn TaskStore) -> Result<(), String> {
     create_ok(
-        &*store,
+        store,
         &command(ALICE, "l1", None, "2026-06", 10),
         Decision::AcceptTask,
     )?;
@@ -265,8 +273,13 @@ pub(super) fn leases_redeliver_and_fence_acks(
             .len(),
         0,
     )?;
+    Ok(())
+}
+
+/// `release_expired_leases` frees a lease at exactly its end.
+fn leases_released_at_their_end(store: &dyn TaskStore) -> Result<(), String> {
     create_ok(
-        &*store,
+        store,
         &command(ALICE, "l2", None, "2026-07", 200),
         Decision::AcceptTask,
     )?;
@@ -299,11 +312,16 @@ pub(super) fn leases_redeliver_and_fence_acks(
         store.ack("l2", 2, 206).map_err(store_err("ack"))?,
         true,
     )?;
+    Ok(())
+}
+
+/// A claim takes at most its bound, oldest first.
+fn claims_bounded_in_order(store: &dyn TaskStore) -> Result<(), String> {
     let batch: Vec<_> = (0..5)
         .map(|i| command(BOB, &format!("b{i}"), None, &format!("m{i}"), 300 + i))
         .collect();
     for cmd in &batch {
-        create_ok(&*store, cmd, Decision::AcceptTask)?;
+        create_ok(store, cmd, Decision::AcceptTask)?;
     }
     let claims = store.claim("w4", 400, 100, 3).map_err(store_err("claim"))?;
     same(
@@ -314,7 +332,7 @@ pub(super) fn leases_redeliver_and_fence_acks(
             .collect::<Vec<_>>(),
         vec!["b0", "b1", "b2"],
     )?;
-    Ok("lease, redelivery, fenced ack, release, batch order".into())
+    Ok(())
 }
 
 pub(super) fn pagination_1000_tasks_3_callers(
@@ -451,16 +469,23 @@ pub(super) fn expiry_blocks_late_work_and_sweeps(
     factory: &dyn StoreFactory,
 ) -> Result<String, String> {
     let store = fresh(factory)?;
+    late_work_refused_at_expiry(&*store)?;
+    expired_key_released_and_swept(&*store)?;
+    Ok("late work refused at expires_at; key released; swept with outbox".into())
+}
+
+/// At `expires_at` a task is neither read, completed, cancelled nor listed.
+fn late_work_refused_at_expiry(store: &dyn TaskStore) -> Result<(), String> {
     let mut short = command(ALICE, "e1", Some("k"), "2026-06", 0);
     short.ttl_ms = Some(1_000);
-    let created = create_ok(&*store, &short, Decision::AcceptTask)?;
+    let created = create_ok(store, &short, Decision::AcceptTask)?;
     same(
         "expires_at_ms",
         created.record.and_then(|r| r.expires_at_ms),
         Some(1_000),
     )?;
     create_ok(
-        &*store,
+        store,
         &command(ALICE, "e0", None, "keep", 0),
         Decision::AcceptTask,
     )?;
@@ -517,11 +542,16 @@ pub(super) fn expiry_blocks_late_work_and_sweeps(
             .collect::<Vec<_>>(),
         vec!["e0"],
     )?;
+    Ok(())
+}
+
+/// An expired task releases its key, and the sweep removes it with its outbox entry.
+fn expired_key_released_and_swept(store: &dyn TaskStore) -> Result<(), String> {
     let mut again = command(ALICE, "e2", Some("k"), "2026-06", 1_000);
     again.ttl_ms = Some(1_000);
-    create_ok(&*store, &again, Decision::AcceptTask)?;
+    create_ok(store, &again, Decision::AcceptTask)?;
     create_ok(
-        &*store,
+        store,
         &command(ALICE, "e3", Some("k"), "2026-06", 1_001),
         Decision::ReplayTask,
     )?;
@@ -559,13 +589,20 @@ pub(super) fn expiry_blocks_late_work_and_sweeps(
             .map_err(store_err("sweep"))?,
         1,
     )?;
-    Ok("late work refused at expires_at; key released; swept with outbox".into())
+    Ok(())
 }
 
 pub(super) fn cancel_is_atomic_and_wins(factory: &dyn StoreFactory) -> Result<String, String> {
     let store = fresh(factory)?;
+    cancel_latches(&*store)?;
+    worker_cancel(&*store)?;
+    Ok("cancel applied atomically, late completions refused".into())
+}
+
+/// A cancel is one atomic write that latches: late completions, results and a second cancel see it.
+fn cancel_latches(store: &dyn TaskStore) -> Result<(), String> {
     create_ok(
-        &*store,
+        store,
         &command(ALICE, "x1", None, "2026-06", 10),
         Decision::AcceptTask,
     )?;
@@ -626,10 +663,15 @@ pub(super) fn cancel_is_atomic_and_wins(factory: &dyn StoreFactory) -> Result<St
             .decision,
         Decision::AlreadyTerminal,
     )?;
+    Ok(())
+}
+
+/// A worker may write `cancelled` itself; a cancel needs the capability.
+fn worker_cancel(store: &dyn TaskStore) -> Result<(), String> {
     // A worker may write `cancelled` itself: no requestor intent, and the answer is still
     // exactly the stored record.
     create_ok(
-        &*store,
+        store,
         &command(ALICE, "x2", None, "2026-07", 50),
         Decision::AcceptTask,
     )?;
@@ -664,7 +706,7 @@ pub(super) fn cancel_is_atomic_and_wins(factory: &dyn StoreFactory) -> Result<St
             .decision,
         Decision::BlockCapability,
     )?;
-    Ok("cancel applied atomically, late completions refused".into())
+    Ok(())
 }
 
 pub(super) fn tenants_are_isolated(factory: &dyn StoreFactory) -> Result<String, String> {

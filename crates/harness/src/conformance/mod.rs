@@ -47,9 +47,11 @@ use std::fmt::Debug;
 use std::path::Path;
 
 mod edges;
+mod identity;
 mod lifecycle;
 mod round_trip;
 use edges::*;
+use identity::*;
 use lifecycle::*;
 use round_trip::*;
 
@@ -370,28 +372,7 @@ impl Evaluator for StoreEvaluator<'_> {
                 idempotency_key,
             } => {
                 let answer = store
-                    .create(&CreateCommand {
-                        caller: caller.into(),
-                        negotiated: case.negotiated,
-                        task_support: case.tools.get(name).copied().unwrap_or_default(),
-                        task_requested: task.as_ref().is_some_and(|task| task.is_object()),
-                        idempotency_key: idempotency_key.clone(),
-                        request: WrappedRequest {
-                            method: "tools/call".into(),
-                            name: name.clone(),
-                            arguments: arguments.clone(),
-                        },
-                        ttl_ms: task
-                            .as_ref()
-                            .and_then(|task| task.get("ttl"))
-                            .and_then(|ttl| ttl.as_u64()),
-                        poll_interval_ms: None,
-                        task_id: format!("{}-new-task", case.id),
-                        correlation_id: case.id.clone(),
-                        now_ms,
-                        era: crate::contract::Era::Core2025,
-                        input_responses: None,
-                    })
+                    .create(&case_create(case, name, arguments, task, idempotency_key))
                     .map_err(store_err("create"))?;
                 let task_id = (answer.decision == Decision::ReplayTask)
                     .then(|| answer.record.as_ref().map(|record| record.task_id.clone()))
@@ -452,6 +433,38 @@ impl Evaluator for StoreEvaluator<'_> {
             }
         };
         Ok(answer)
+    }
+}
+
+/// The create a fixture case's `tools/call` asks for, with the task id the store must use.
+fn case_create(
+    case: &Case,
+    name: &str,
+    arguments: &Option<serde_json::Value>,
+    task: &Option<serde_json::Value>,
+    idempotency_key: &Option<String>,
+) -> CreateCommand {
+    CreateCommand {
+        caller: case.caller.clone(),
+        negotiated: case.negotiated,
+        task_support: case.tools.get(name).copied().unwrap_or_default(),
+        task_requested: task.as_ref().is_some_and(|task| task.is_object()),
+        idempotency_key: idempotency_key.clone(),
+        request: WrappedRequest {
+            method: "tools/call".into(),
+            name: name.to_owned(),
+            arguments: arguments.clone(),
+        },
+        ttl_ms: task
+            .as_ref()
+            .and_then(|task| task.get("ttl"))
+            .and_then(|ttl| ttl.as_u64()),
+        poll_interval_ms: None,
+        task_id: format!("{}-new-task", case.id),
+        correlation_id: case.id.clone(),
+        now_ms: case.now_ms,
+        era: crate::contract::Era::Core2025,
+        input_responses: None,
     }
 }
 

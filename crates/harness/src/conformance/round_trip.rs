@@ -656,85 +656,21 @@ fn cancel_writes(
 pub(super) fn input_round_trip(factory: &dyn StoreFactory) -> Result<String, String> {
     let store = fresh(factory)?;
     let base_ms = 1_700_000_000_000;
-    let view_ms = base_ms + 1_000;
-    let map = |value: Value| value.as_object().cloned().expect("an object");
-    let mut admitted = Vec::new();
-    for (at, id) in ["u-main", "u-done", "u-short"].into_iter().enumerate() {
-        let mut cmd = command(ALICE, id, Some(id), "2026-06", base_ms + at as u64);
-        cmd.era = crate::contract::Era::Extension2026;
-        cmd.ttl_ms = Some(if id == "u-short" { 500 } else { 3_600_000 });
-        cmd.input_responses = Some(map(json!({ "given": { "action": "accept" } })));
-        let answer = create_ok(&*store, &cmd, Decision::AcceptTask)?;
-        admitted.push(answer.record.ok_or("ACCEPT_TASK without a record")?);
-    }
-    let ask = |record: &TaskRecord, now_ms: u64| {
-        let mut ask = step(
-            &record.task_id,
-            record.version,
-            TaskStatus::InputRequired,
-            None,
-            Some("two questions"),
-            now_ms,
-        );
-        ask.input_requests = Some(map(json!({
-            "q0": { "method": "elicitation/create", "params": { "message": "ü?" } },
-            "q1": { "method": "elicitation/create", "params": hostile_arguments() },
-        })));
-        apply_exactly(&*store, record, &ask, view_ms)
+    let admitted = admit_with_answers(&*store, base_ms)?;
+    let mut answering = Answering {
+        store: &*store,
+        view_ms: base_ms + 1_000,
+        answers: 0,
     };
-    let mut answers = 0;
-    let mut answer = |record: &TaskRecord,
-                      caller: &str,
-                      responses: Value,
-                      now_ms: u64,
-                      decision: Decision|
-     -> Result<TaskRecord, String> {
-        let command = InputCommand {
-            task_id: record.task_id.clone(),
-            caller: caller.into(),
-            responses: map(responses),
-            now_ms,
-        };
-        let keys: Vec<&String> = command.responses.keys().collect();
-        let when = format!("answer {keys:?} by {caller} at {now_ms}");
-        let (want_decision, want) = input_decision(&command, Some(record));
-        same(
-            &format!("task {}: {when}: the contract decides", record.task_id),
-            want_decision,
-            decision,
-        )?;
-        let got = store
-            .answer_input(&command)
-            .map_err(store_err("answer_input"))?;
-        same(
-            &format!("task {}: {when}: decision", record.task_id),
-            got.decision,
-            decision,
-        )?;
-        answers += 1;
-        match want {
-            Some(after) => {
-                same_record(&format!("{when}: answer"), &after, got.record.as_ref())?;
-                every_view(&*store, &after, view_ms, &when)?;
-                Ok(after)
-            }
-            None => {
-                let stored = store.read(&record.task_id).map_err(store_err("read"))?;
-                same_record(&format!("{when}: unchanged"), record, stored.as_ref())?;
-                Ok(record.clone())
-            }
-        }
-    };
-    let accept = |text: &str| json!({ "action": "accept", "content": { "text": text } });
-    let main = ask(&admitted[0], base_ms + 100)?;
-    let main = answer(
+    let main = answering.ask(&admitted[0], base_ms + 100)?;
+    let main = answering.answer(
         &main,
         ALICE,
         json!({ "zz": accept("?") }),
         base_ms + 110,
         Decision::IgnoreInput,
     )?;
-    let main = answer(
+    let main = answering.answer(
         &main,
         ALICE,
         json!({ "q0": accept("erste ✓"), "zz": accept("ignored") }),
@@ -747,7 +683,7 @@ pub(super) fn input_round_trip(factory: &dyn StoreFactory) -> Result<String, Str
         TaskStatus::InputRequired,
     )?;
     // The clock runs backwards: lastUpdatedAt stays; the last answer moves to working.
-    let main = answer(
+    let main = answering.answer(
         &main,
         ALICE,
         json!({ "q1": accept("zweite") }),
@@ -759,14 +695,14 @@ pub(super) fn input_round_trip(factory: &dyn StoreFactory) -> Result<String, Str
         main.status,
         TaskStatus::Working,
     )?;
-    answer(
+    answering.answer(
         &main,
         ALICE,
         json!({ "q0": accept("again") }),
         base_ms + 130,
         Decision::IgnoreInput,
     )?;
-    answer(
+    answering.answer(
         &main,
         BOB,
         json!({ "q0": accept("stolen") }),
@@ -774,7 +710,7 @@ pub(super) fn input_round_trip(factory: &dyn StoreFactory) -> Result<String, Str
         Decision::BlockAuth,
     )?;
     // A terminal task keeps its open questions and takes no answer.
-    let done = ask(&admitted[1], base_ms + 100)?;
+    let done = answering.ask(&admitted[1], base_ms + 100)?;
     let done = apply_exactly(
         &*store,
         &done,
@@ -786,9 +722,9 @@ pub(super) fn input_round_trip(factory: &dyn StoreFactory) -> Result<String, Str
             None,
             base_ms + 150,
         ),
-        view_ms,
+        answering.view_ms,
     )?;
-    answer(
+    answering.answer(
         &done,
         ALICE,
         json!({ "q0": accept("late") }),
@@ -796,8 +732,8 @@ pub(super) fn input_round_trip(factory: &dyn StoreFactory) -> Result<String, Str
         Decision::AlreadyTerminal,
     )?;
     // An expired task takes no answer either (it expires at base + 2 + 500).
-    let short = ask(&admitted[2], base_ms + 100)?;
-    answer(
+    let short = answering.ask(&admitted[2], base_ms + 100)?;
+    answering.answer(
         &short,
         ALICE,
         json!({ "q0": accept("late") }),
@@ -805,8 +741,107 @@ pub(super) fn input_round_trip(factory: &dyn StoreFactory) -> Result<String, Str
         Decision::BlockExpired,
     )?;
     Ok(format!(
-        "{answers} answers: partial, full, unknown key, backwards clock, not waiting, foreign, terminal, expired; answer, read, get, result and list equal input_decision"
+        "{} answers: partial, full, unknown key, backwards clock, not waiting, foreign, terminal, expired; answer, read, get, result and list equal input_decision",
+        answering.answers
     ))
+}
+
+fn object(value: Value) -> serde_json::Map<String, Value> {
+    value.as_object().cloned().expect("an object")
+}
+
+fn accept(text: &str) -> Value {
+    json!({ "action": "accept", "content": { "text": text } })
+}
+
+/// Three 2026-07-28 tasks admitted with an answer given up front; `u-short` expires at
+/// base + 2 + 500.
+fn admit_with_answers(store: &dyn TaskStore, base_ms: u64) -> Result<Vec<TaskRecord>, String> {
+    let mut admitted = Vec::new();
+    for (at, id) in ["u-main", "u-done", "u-short"].into_iter().enumerate() {
+        let mut cmd = command(ALICE, id, Some(id), "2026-06", base_ms + at as u64);
+        cmd.era = crate::contract::Era::Extension2026;
+        cmd.ttl_ms = Some(if id == "u-short" { 500 } else { 3_600_000 });
+        cmd.input_responses = Some(object(json!({ "given": { "action": "accept" } })));
+        let answer = create_ok(store, &cmd, Decision::AcceptTask)?;
+        admitted.push(answer.record.ok_or("ACCEPT_TASK without a record")?);
+    }
+    Ok(admitted)
+}
+
+/// Asks a task two questions and answers them, every answer judged against the contract's
+/// [`input_decision`] and through every view.
+struct Answering<'a> {
+    store: &'a dyn TaskStore,
+    view_ms: u64,
+    answers: usize,
+}
+
+impl Answering<'_> {
+    fn ask(&self, record: &TaskRecord, now_ms: u64) -> Result<TaskRecord, String> {
+        let mut ask = step(
+            &record.task_id,
+            record.version,
+            TaskStatus::InputRequired,
+            None,
+            Some("two questions"),
+            now_ms,
+        );
+        ask.input_requests = Some(object(json!({
+            "q0": { "method": "elicitation/create", "params": { "message": "ü?" } },
+            "q1": { "method": "elicitation/create", "params": hostile_arguments() },
+        })));
+        apply_exactly(self.store, record, &ask, self.view_ms)
+    }
+
+    fn answer(
+        &mut self,
+        record: &TaskRecord,
+        caller: &str,
+        responses: Value,
+        now_ms: u64,
+        decision: Decision,
+    ) -> Result<TaskRecord, String> {
+        let command = InputCommand {
+            task_id: record.task_id.clone(),
+            caller: caller.into(),
+            responses: object(responses),
+            now_ms,
+        };
+        let keys: Vec<&String> = command.responses.keys().collect();
+        let when = format!("answer {keys:?} by {caller} at {now_ms}");
+        let (want_decision, want) = input_decision(&command, Some(record));
+        same(
+            &format!("task {}: {when}: the contract decides", record.task_id),
+            want_decision,
+            decision,
+        )?;
+        let got = self
+            .store
+            .answer_input(&command)
+            .map_err(store_err("answer_input"))?;
+        same(
+            &format!("task {}: {when}: decision", record.task_id),
+            got.decision,
+            decision,
+        )?;
+        self.answers += 1;
+        match want {
+            Some(after) => {
+                same_record(&format!("{when}: answer"), &after, got.record.as_ref())?;
+                every_view(self.store, &after, self.view_ms, &when)?;
+                Ok(after)
+            }
+            None => {
+                let stored = self
+                    .store
+                    .read(&record.task_id)
+                    .map_err(store_err("read"))?;
+                same_record(&format!("{when}: unchanged"), record, stored.as_ref())?;
+                Ok(record.clone())
+            }
+        }
+    }
 }
 
 /// Records as a backup holds them: every status, outcomes of each kind, odd versions.

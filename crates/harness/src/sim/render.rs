@@ -93,6 +93,13 @@ fn write_event(out: &mut String, event: &Event) {
             write_u64(out, *at_ms);
             out.push_str(" }");
         }
+        _ => write_runtime_event(out, event),
+    }
+}
+
+/// Effects, notifications, store errors and faults; the rest goes on.
+fn write_runtime_event(out: &mut String, event: &Event) {
+    match event {
         Event::Effect {
             task_id,
             effect_id,
@@ -145,6 +152,13 @@ fn write_event(out: &mut String, event: &Event) {
             write_u64(out, *at_ms);
             out.push_str(" }");
         }
+        _ => write_outbox_event(out, event),
+    }
+}
+
+/// Claims and acks, and the rarer events.
+fn write_outbox_event(out: &mut String, event: &Event) {
+    match event {
         Event::Claimed {
             task_id,
             attempt,
@@ -182,13 +196,9 @@ fn write_event(out: &mut String, event: &Event) {
             write_u64(out, *at_ms);
             out.push_str(" }");
         }
-        // Rarer events: their derived `Debug` is fast enough.
-        Event::Refused { .. }
-        | Event::Swept { .. }
-        | Event::Injected { .. }
-        | Event::EffectPrepared { .. }
-        | Event::EffectDiscarded { .. }
-        | Event::Runtime { .. } => write_debug(out, event),
+        // Rarer events (refusals, sweeps, injections, prepared and discarded effects,
+        // runtime notes): their derived `Debug` is fast enough.
+        _ => write_debug(out, event),
     }
 }
 

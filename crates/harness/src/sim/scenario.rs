@@ -418,7 +418,8 @@ impl Scenario {
             .map_err(|(field, message)| format!("{field}: {message}"))
     }
 
-    fn validate(&self) -> Result<(), (&'static str, String)> {
+    /// The sizes, times and eras: every field outside `faults`, `plan` and `marks`.
+    fn validate_shape(&self) -> Result<(), (&'static str, String)> {
         let fail = |field: &'static str, message: String| Err((field, message));
         if self.schema != SCENARIO_SCHEMA {
             return fail(
@@ -456,6 +457,37 @@ impl Scenario {
                 "must be [first, end) with first < end".into(),
             );
         }
+        Ok(())
+    }
+
+    fn validate(&self) -> Result<(), (&'static str, String)> {
+        let fail = |field: &'static str, message: String| Err((field, message));
+        self.validate_shape()?;
+        self.validate_faults()?;
+        self.crash_points()
+            .map_err(|message| ("faults.crash_points", message))?;
+        if let Some(plan) = &self.plan {
+            self.validate_plan(plan)?;
+        }
+        if let Some(unknown) = self
+            .marks
+            .iter()
+            .find(|mark| !KNOWN_MARKS.contains(&mark.as_str()))
+        {
+            return fail(
+                "marks",
+                format!(
+                    "unknown mark {unknown:?} (known: {})",
+                    KNOWN_MARKS.join(", ")
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Every fault's choices: present where a draw needs one, each within its bound.
+    fn validate_faults(&self) -> Result<(), (&'static str, String)> {
+        let fail = |field: &'static str, message: String| Err((field, message));
         let faults = &self.faults;
         for (field, choices, max) in [
             (
@@ -550,24 +582,6 @@ impl Scenario {
             if range[0] > range[1] {
                 return fail(field, "must be [low, high] with low <= high".into());
             }
-        }
-        self.crash_points()
-            .map_err(|message| ("faults.crash_points", message))?;
-        if let Some(plan) = &self.plan {
-            self.validate_plan(plan)?;
-        }
-        if let Some(unknown) = self
-            .marks
-            .iter()
-            .find(|mark| !KNOWN_MARKS.contains(&mark.as_str()))
-        {
-            return fail(
-                "marks",
-                format!(
-                    "unknown mark {unknown:?} (known: {})",
-                    KNOWN_MARKS.join(", ")
-                ),
-            );
         }
         Ok(())
     }

@@ -666,6 +666,51 @@ fn terminal(task: &Value) -> bool {
     )
 }
 
+/// Tasks made for poll-heavy to poll, before the run counts anything.
+async fn polled_tasks(shared: &Shared, connection: &mut Connection) -> Result<Vec<String>, String> {
+    let mut polled = Vec::new();
+    for _ in 0..POLLED_TASKS {
+        let created = connection
+            .call(
+                shared,
+                "tools/call",
+                task_call(&shared.config, &shared.config.short_arguments),
+            )
+            .await?;
+        let task_id = created
+            .get("result")
+            .and_then(task_id_of)
+            .ok_or_else(|| format!("tools/call did not create a task: {created}"))?;
+        polled.push(task_id);
+    }
+    Ok(polled)
+}
+
+/// Open loop: waits for the client's next ticket, and says when the step should have
+/// started if it is late (`None` inside: time it from when it is sent); `None` when the
+/// run ends first. Closed loop: at once.
+async fn next_step_at(shared: &Shared) -> Option<Option<Duration>> {
+    let Some(rate_per_s) = shared.config.rate_per_s else {
+        return Some(None);
+    };
+    let ticket = shared.tickets.fetch_add(1, Ordering::Relaxed);
+    let at = Duration::from_secs_f64(ticket as f64 / rate_per_s as f64);
+    if at >= shared.ends_at {
+        return None;
+    }
+    match at.checked_sub(shared.now()) {
+        // Early: wait, and time the step from when it is sent (the timer's own lateness is
+        // the generator's, not the server's).
+        Some(wait) => {
+            tokio::time::sleep(wait).await;
+            Some(None)
+        }
+        // Late, because this client's last step took too long: time it from when it
+        // should have started.
+        None => Some(Some(at)),
+    }
+}
+
 /// One client: its connection, then steps until the run ends.
 async fn client(shared: Arc<Shared>, index: usize) -> Result<(), String> {
     let tokens = &shared.config.tokens;
@@ -673,44 +718,14 @@ async fn client(shared: Arc<Shared>, index: usize) -> Result<(), String> {
     let mut connection = Connection::open(&shared, token).await?;
     let mut draws = Draws(shared.config.seed ^ (index as u64).wrapping_mul(0xa076_1d64_78bd_642f));
     // poll-heavy polls tasks of its own, made before the run counts anything.
-    let mut polled = Vec::new();
-    if shared.config.workload == Workload::PollHeavy {
-        for _ in 0..POLLED_TASKS {
-            let created = connection
-                .call(
-                    &shared,
-                    "tools/call",
-                    task_call(&shared.config, &shared.config.short_arguments),
-                )
-                .await?;
-            let task_id = created
-                .get("result")
-                .and_then(task_id_of)
-                .ok_or_else(|| format!("tools/call did not create a task: {created}"))?;
-            polled.push(task_id);
-        }
-    }
+    let polled = if shared.config.workload == Workload::PollHeavy {
+        polled_tasks(&shared, &mut connection).await?
+    } else {
+        Vec::new()
+    };
     while !shared.over() {
-        let scheduled = match shared.config.rate_per_s {
-            None => None,
-            Some(rate_per_s) => {
-                let ticket = shared.tickets.fetch_add(1, Ordering::Relaxed);
-                let at = Duration::from_secs_f64(ticket as f64 / rate_per_s as f64);
-                if at >= shared.ends_at {
-                    break;
-                }
-                match at.checked_sub(shared.now()) {
-                    // Early: wait, and time the step from when it is sent (the timer's own
-                    // lateness is the generator's, not the server's).
-                    Some(wait) => {
-                        tokio::time::sleep(wait).await;
-                        None
-                    }
-                    // Late, because this client's last step took too long: time it from
-                    // when it should have started.
-                    None => Some(at),
-                }
-            }
+        let Some(scheduled) = next_step_at(&shared).await else {
+            break;
         };
         match shared.config.workload {
             Workload::CreatePollResult => {

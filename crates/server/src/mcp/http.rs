@@ -485,29 +485,31 @@ fn session_of(caller: &Caller, session_id: &str, headers: &HeaderMap) -> Session
     }
 }
 
-async fn on_post(
-    State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+/// The body of a POST as one JSON-RPC message, or the refusal to send: too large, not
+/// JSON, or malformed (a JSON-RPC error with HTTP 400, after the caller is checked).
+fn parse_post(
+    shared: &Shared,
+    headers: &HeaderMap,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-) -> Response {
+) -> Result<Incoming, Box<Response>> {
     let body = match body {
         Ok(body) => body,
         Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            return rpc_error(
+            return Err(Box::new(rpc_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 code::INVALID_REQUEST,
                 &format!(
                     "Request body larger than {} bytes",
                     shared.config.body_bytes_max
                 ),
-            );
+            )));
         }
         Err(rejection) => {
-            return rpc_error(
+            return Err(Box::new(rpc_error(
                 rejection.status(),
                 code::INVALID_REQUEST,
                 &rejection.body_text(),
-            );
+            )));
         }
     };
     let json_content = headers
@@ -515,13 +517,13 @@ async fn on_post(
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.starts_with("application/json"));
     if !json_content {
-        return rpc_error(
+        return Err(Box::new(rpc_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             code::INVALID_REQUEST,
             "Content-Type must be application/json",
-        );
+        )));
     }
-    let incoming = match std::str::from_utf8(&body)
+    match std::str::from_utf8(&body)
         .map_err(|_| {
             wire::error_response(
                 &Value::Null,
@@ -530,20 +532,78 @@ async fn on_post(
         })
         .and_then(wire::parse)
     {
-        Ok(incoming) => incoming,
+        Ok(incoming) => Ok(incoming),
         // Malformed messages are JSON-RPC errors (HTTP 400), before any authentication
         // detail is revealed beyond that.
         Err(error) => {
-            if let Err(refusal) = check_caller(&shared, &headers, true) {
-                return refusal.into_response();
+            if let Err(refusal) = check_caller(shared, headers, true) {
+                return Err(Box::new(refusal.into_response()));
             }
-            return (
-                StatusCode::BAD_REQUEST,
-                [(header::CONTENT_TYPE, "application/json")],
-                error.to_string(),
-            )
-                .into_response();
+            Err(Box::new(
+                (
+                    StatusCode::BAD_REQUEST,
+                    [(header::CONTENT_TYPE, "application/json")],
+                    error.to_string(),
+                )
+                    .into_response(),
+            ))
         }
+    }
+}
+
+/// A new session for `caller` (the oldest idle one ends when the server is full), or the
+/// refusal of a caller over its session budget.
+fn open_session(
+    shared: &Shared,
+    caller: &Caller,
+    now_ms: u64,
+    request_id: &Value,
+) -> Result<(String, Arc<SessionLife>), Box<Response>> {
+    if let Err(limited) = shared
+        .server
+        .limits()
+        .open_session(&caller.auth_key, now_ms)
+    {
+        let answer = wire::error_response(request_id, &limited.to_rpc_error());
+        return Err(Box::new(json_answer(&answer, StatusCode::OK)));
+    }
+    let mut sessions = shared.sessions.lock().expect("sessions");
+    if sessions.len() >= shared.config.sessions_max.max(1)
+        && let Some(oldest) = sessions
+            .iter()
+            .min_by_key(|(_, open)| open.used)
+            .map(|(id, _)| id.clone())
+    {
+        shared.end_session(&mut sessions, &oldest);
+    }
+    let id = format!(
+        "{:016x}{:016x}",
+        shared.server.env.random_u64(),
+        shared.server.env.random_u64()
+    );
+    let now = shared
+        .requests
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let life = Arc::new(SessionLife::default());
+    sessions.insert(
+        id.clone(),
+        OpenSession {
+            owner: caller.auth_key.clone(),
+            used: now,
+            life: life.clone(),
+        },
+    );
+    Ok((id, life))
+}
+
+async fn on_post(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    let incoming = match parse_post(&shared, &headers, body) {
+        Ok(incoming) => incoming,
+        Err(refusal) => return *refusal,
     };
     if is_modern(&headers, &incoming) {
         return modern_post(&shared, &headers, incoming).await;
@@ -572,43 +632,10 @@ async fn on_post(
     };
     let (session_id, life) = match (&caller.session_id, &caller.life) {
         (Some(id), Some(life)) => (id.clone(), life.clone()),
-        _ => {
-            if let Err(limited) = shared
-                .server
-                .limits()
-                .open_session(&caller.auth_key, now_ms)
-            {
-                let answer = wire::error_response(&request_id, &limited.to_rpc_error());
-                return json_answer(&answer, StatusCode::OK);
-            }
-            let mut sessions = shared.sessions.lock().expect("sessions");
-            if sessions.len() >= shared.config.sessions_max.max(1)
-                && let Some(oldest) = sessions
-                    .iter()
-                    .min_by_key(|(_, open)| open.used)
-                    .map(|(id, _)| id.clone())
-            {
-                shared.end_session(&mut sessions, &oldest);
-            }
-            let id = format!(
-                "{:016x}{:016x}",
-                shared.server.env.random_u64(),
-                shared.server.env.random_u64()
-            );
-            let now = shared
-                .requests
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let life = Arc::new(SessionLife::default());
-            sessions.insert(
-                id.clone(),
-                OpenSession {
-                    owner: caller.auth_key.clone(),
-                    used: now,
-                    life: life.clone(),
-                },
-            );
-            (id, life)
-        }
+        _ => match open_session(&shared, &caller, now_ms, &request_id) {
+            Ok(opened) => opened,
+            Err(refusal) => return *refusal,
+        },
     };
     let session = session_of(&caller, &session_id, &headers);
     let streams = header_has(&headers, header::ACCEPT, "text/event-stream")

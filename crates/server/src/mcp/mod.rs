@@ -10,9 +10,11 @@
 //! - [`wire`] — framing, error codes, the `Task` object, timestamps.
 //! - [`server`] — [`server::Server`], the handler every transport and the simulation call.
 //! - [`modern`] — the 2026-07-28 era: envelope, `server/discover`, the extension's shapes.
-//! - [`tools`] — the [`tools::Catalog`] a server offers, and the built-in example tools
-//!   (`export`, `archive`, `echo`, `notify`).
-//! - [`suite_tools`] — the official conformance suite's fixture tools (`--conformance-tools`).
+//! - [`tools`] — the [`tools::Catalog`] a server offers.
+//! - `examples` — the built-in example tools (`export`, `archive`, `echo`, `notify`) and
+//!   `suite_tools`, the official conformance suite's fixture tools
+//!   (`--conformance-tools`): both behind the feature `example-tools`, which
+//!   `tasklatch serve` turns on and a server of your own leaves off.
 //! - [`stdio`] — the stdio transport.
 //! - [`http`] — the Streamable HTTP transport (sessions, bearer tokens, SSE).
 //! - [`waits`] — blocked calls: woken by their task's writes, ended with their client.
@@ -51,11 +53,14 @@
 //! The simulation's clients speak to [`server::Server`] too (JSON-RPC text, in memory), so
 //! every madsim run also exercises this layer and its oracle judges what the wire showed.
 
+#[cfg(feature = "example-tools")]
+pub mod examples;
 pub mod http;
 pub mod limits;
 pub mod modern;
 pub mod server;
 pub mod stdio;
+#[cfg(feature = "example-tools")]
 pub mod suite_tools;
 pub mod tools;
 pub mod waits;
@@ -63,11 +68,9 @@ pub mod wire;
 
 pub use server::{Server, ServerConfig, Session};
 
-use crate::runtime::{Env, MemoryQueue, NoProbe, Probe, Runtime, RuntimeConfig};
+use crate::runtime::{Env, MemoryQueue, Probe, Runtime, RuntimeConfig};
 use crate::store::TaskStore;
-use std::path::PathBuf;
 use std::sync::Arc;
-
 /// A server and the runtime that runs its tasks, wired together: the runtime's status
 /// changes wake blocked `tasks/result` calls and become notifications.
 pub struct Assembly {
@@ -80,9 +83,10 @@ pub struct Assembly {
 impl Assembly {
     /// Builds both over `store`, with the example tools committing exports to `exports`.
     /// Nothing runs until [`Runtime::start`].
+    #[cfg(feature = "example-tools")]
     pub fn new(
         store: Arc<dyn TaskStore>,
-        exports: PathBuf,
+        exports: std::path::PathBuf,
         env: Arc<dyn Env>,
         config: ServerConfig,
         runtime_config: RuntimeConfig,
@@ -93,21 +97,22 @@ impl Assembly {
             env,
             config,
             runtime_config,
-            Arc::new(NoProbe),
+            Arc::new(crate::runtime::NoProbe),
         )
     }
 
     /// [`Assembly::new`] with a [`Probe`] the runtime passes its named points through
     /// (`serve --hold-at` uses one to stop a worker where a crash test kills it).
+    #[cfg(feature = "example-tools")]
     pub fn with_probe(
         store: Arc<dyn TaskStore>,
-        exports: PathBuf,
+        exports: std::path::PathBuf,
         env: Arc<dyn Env>,
         config: ServerConfig,
         runtime_config: RuntimeConfig,
         probe: Arc<dyn Probe>,
     ) -> Assembly {
-        let tools = Arc::new(tools::ExampleTools {
+        let tools = Arc::new(examples::ExampleTools {
             exports,
             store: store.clone(),
             env: env.clone(),

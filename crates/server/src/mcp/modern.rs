@@ -302,49 +302,13 @@ impl Server {
     ) -> Result<(), RpcError> {
         Server::check_version(envelope)?;
         self.check_admitting()?;
-        let filter = match params.get("notifications") {
-            Some(Value::Object(filter)) => filter,
-            _ => {
-                return Err(RpcError::invalid_params(
-                    "params.notifications must be an object",
-                ));
-            }
-        };
-        let asked: Vec<&str> = match filter.get("taskIds") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(ids)) if ids.len() <= LISTEN_TASKS_MAX => ids
-                .iter()
-                .map(|id| id.as_str())
-                .collect::<Option<_>>()
-                .ok_or_else(|| {
-                    RpcError::invalid_params("params.notifications.taskIds must be strings")
-                })?,
-            Some(_) => {
-                return Err(RpcError::invalid_params(format!(
-                    "params.notifications.taskIds must be an array of at most {LISTEN_TASKS_MAX} strings"
-                )));
-            }
-        };
+        let asked = listen_task_ids(params)?;
         if !asked.is_empty() && !envelope.declares_tasks {
             return Err(missing_tasks_capability(
                 "subscriptions/listen with taskIds",
             ));
         }
-        // Agreed: the caller's own unexpired tasks of this era (an id proves nothing).
-        let now_ms = self.env.now_ms();
-        let mut current = Vec::new();
-        for task_id in asked {
-            let record = self.modern_record(task_id)?;
-            if crate::contract::guard_get(&session.auth_key, record.as_ref(), now_ms)
-                == Decision::ReturnStatus
-                && let Some(record) = record
-                && !current
-                    .iter()
-                    .any(|seen: &TaskRecord| seen.task_id == record.task_id)
-            {
-                current.push(record);
-            }
-        }
+        let current = self.agreed_tasks(session, asked)?;
         let listener = Listener {
             auth_key: session.auth_key.clone(),
             subscription_id: id.clone(),
@@ -395,6 +359,30 @@ impl Server {
             listeners.insert(key, listener);
         }
         Ok(())
+    }
+
+    /// Of the tasks a listen asks for, the ones it follows: the caller's own unexpired
+    /// tasks of this era, each once (an id proves nothing).
+    fn agreed_tasks(
+        &self,
+        session: &Session,
+        asked: Vec<&str>,
+    ) -> Result<Vec<TaskRecord>, RpcError> {
+        let now_ms = self.env.now_ms();
+        let mut current = Vec::new();
+        for task_id in asked {
+            let record = self.modern_record(task_id)?;
+            if crate::contract::guard_get(&session.auth_key, record.as_ref(), now_ms)
+                == Decision::ReturnStatus
+                && let Some(record) = record
+                && !current
+                    .iter()
+                    .any(|seen: &TaskRecord| seen.task_id == record.task_id)
+            {
+                current.push(record);
+            }
+        }
+        Ok(current)
     }
 
     /// Tells the listeners following `record` of its change; a listener whose tasks are
@@ -699,5 +687,30 @@ impl Listener {
             &self.subscription_id,
             json!({ "resultType": "complete", "_meta": { META_SUBSCRIPTION_ID: self.subscription_id } }),
         )
+    }
+}
+
+/// The `taskIds` a `subscriptions/listen` names (none when absent or null).
+fn listen_task_ids(params: &Map<String, Value>) -> Result<Vec<&str>, RpcError> {
+    let filter = match params.get("notifications") {
+        Some(Value::Object(filter)) => filter,
+        _ => {
+            return Err(RpcError::invalid_params(
+                "params.notifications must be an object",
+            ));
+        }
+    };
+    match filter.get("taskIds") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(ids)) if ids.len() <= LISTEN_TASKS_MAX => ids
+            .iter()
+            .map(|id| id.as_str())
+            .collect::<Option<_>>()
+            .ok_or_else(|| {
+                RpcError::invalid_params("params.notifications.taskIds must be strings")
+            }),
+        Some(_) => Err(RpcError::invalid_params(format!(
+            "params.notifications.taskIds must be an array of at most {LISTEN_TASKS_MAX} strings"
+        ))),
     }
 }

@@ -217,6 +217,95 @@ fn text(text: String, is_error: bool) -> ToolStep {
     })
 }
 
+/// Works for `seconds` (at most [`SLOW_COMPUTE_SECONDS_MAX`]), stopping when cancelled.
+async fn slow_compute(
+    arguments: &Map<String, Value>,
+    task_id: Option<&str>,
+    store: &dyn TaskStore,
+    env: &dyn Env,
+) -> ToolStep {
+    let seconds = arguments
+        .get("seconds")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0)
+        .min(SLOW_COMPUTE_SECONDS_MAX as f64);
+    let total_ms = (seconds * 1000.0) as u64;
+    let worked = super::tools::work_unless_cancelled(env, store, task_id, total_ms, SLICE_MS).await;
+    if !worked {
+        return text("slow_compute stopped: cancelled".into(), true);
+    }
+    text(
+        format!(
+            "computed {} after {seconds} s",
+            arguments
+                .get("label")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        ),
+        false,
+    )
+}
+
+/// Asks to confirm, then deletes (in words) or keeps the file.
+fn confirm_delete(filename: &str, responses: &InputMap) -> ToolStep {
+    let Some(confirm) = responses.get("confirm") else {
+        let mut requests = Map::new();
+        requests.insert(
+            "confirm".into(),
+            elicitation(
+                format!("Delete {filename}?"),
+                json!({ "confirm": { "type": "boolean" } }),
+            ),
+        );
+        return ToolStep::NeedsInput(InputAsk {
+            message: format!("waiting for confirmation to delete {filename}"),
+            requests,
+        });
+    };
+    let confirmed = confirm.get("action").and_then(Value::as_str) == Some("accept")
+        && confirm.pointer("/content/confirm") == Some(&Value::Bool(true));
+    if confirmed {
+        text(format!("Deleted {filename}"), false)
+    } else {
+        text(format!("Kept {filename}"), false)
+    }
+}
+
+/// Asks for two answers, then names both.
+fn multi_input(responses: &InputMap) -> ToolStep {
+    let missing: Vec<&str> = ["first", "second"]
+        .into_iter()
+        .filter(|key| !responses.contains_key(*key))
+        .collect();
+    if !missing.is_empty() {
+        let properties = json!({
+            "name": { "type": "string" },
+            "confirm": { "type": "boolean" },
+        });
+        let requests = missing
+            .iter()
+            .map(|key| {
+                let question = elicitation(format!("The {key} answer?"), properties.clone());
+                ((*key).to_owned(), question)
+            })
+            .collect();
+        return ToolStep::NeedsInput(InputAsk {
+            message: "waiting for two answers".into(),
+            requests,
+        });
+    }
+    let name_of = |key: &str| {
+        accepted(responses, key, "name")
+            .and_then(Value::as_str)
+            .unwrap_or("(declined)")
+            .to_owned()
+    };
+    text(
+        format!("got {} and {}", name_of("first"), name_of("second")),
+        false,
+    )
+}
+
 /// Runs a suite tool, synchronously (`task_id: None`) or for a task, with the answers its
 /// requestor gave so far (a task's stored ones, or a synchronous call's `inputResponses`).
 pub async fn run(
@@ -236,29 +325,7 @@ pub async fn run(
     };
     match name {
         "greet" => text(format!("Hello, {}!", argument("name")), false),
-        "slow_compute" => {
-            let seconds = arguments
-                .get("seconds")
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0)
-                .min(SLOW_COMPUTE_SECONDS_MAX as f64);
-            let total_ms = (seconds * 1000.0) as u64;
-            let worked = super::tools::work_unless_cancelled(
-                &*env,
-                &*store,
-                task_id.as_deref(),
-                total_ms,
-                SLICE_MS,
-            )
-            .await;
-            if !worked {
-                return text("slow_compute stopped: cancelled".into(), true);
-            }
-            text(
-                format!("computed {} after {seconds} s", argument("label")),
-                false,
-            )
-        }
+        "slow_compute" => slow_compute(&arguments, task_id.as_deref(), &*store, &*env).await,
         "failing_job" => {
             env.sleep(1_000).await;
             text("failing_job failed, as it always does".into(), true)
@@ -268,64 +335,8 @@ pub async fn run(
             message: "protocol_error_job: the job ended with a protocol error".into(),
             data: None,
         }),
-        "confirm_delete" => {
-            let filename = argument("filename");
-            let Some(confirm) = responses.get("confirm") else {
-                let mut requests = Map::new();
-                requests.insert(
-                    "confirm".into(),
-                    elicitation(
-                        format!("Delete {filename}?"),
-                        json!({ "confirm": { "type": "boolean" } }),
-                    ),
-                );
-                return ToolStep::NeedsInput(InputAsk {
-                    message: format!("waiting for confirmation to delete {filename}"),
-                    requests,
-                });
-            };
-            let confirmed = confirm.get("action").and_then(Value::as_str) == Some("accept")
-                && confirm.pointer("/content/confirm") == Some(&Value::Bool(true));
-            if confirmed {
-                text(format!("Deleted {filename}"), false)
-            } else {
-                text(format!("Kept {filename}"), false)
-            }
-        }
-        "multi_input" => {
-            let missing: Vec<&str> = ["first", "second"]
-                .into_iter()
-                .filter(|key| !responses.contains_key(*key))
-                .collect();
-            if !missing.is_empty() {
-                let properties = json!({
-                    "name": { "type": "string" },
-                    "confirm": { "type": "boolean" },
-                });
-                let requests = missing
-                    .iter()
-                    .map(|key| {
-                        let question =
-                            elicitation(format!("The {key} answer?"), properties.clone());
-                        ((*key).to_owned(), question)
-                    })
-                    .collect();
-                return ToolStep::NeedsInput(InputAsk {
-                    message: "waiting for two answers".into(),
-                    requests,
-                });
-            }
-            let name_of = |key: &str| {
-                accepted(&responses, key, "name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("(declined)")
-                    .to_owned()
-            };
-            text(
-                format!("got {} and {}", name_of("first"), name_of("second")),
-                false,
-            )
-        }
+        "confirm_delete" => confirm_delete(&argument("filename"), &responses),
+        "multi_input" => multi_input(&responses),
         "test_tool_with_task" => {
             let name = accepted(&responses, "user_name", "name")
                 .and_then(Value::as_str)

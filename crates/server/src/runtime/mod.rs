@@ -27,6 +27,7 @@ pub use queue::{Delivery, MemoryQueue, Message, Queue, QueueError, Receipt};
 
 use crate::contract::{Decision, InputMap, TaskOutcome, TaskRecord, TaskStatus};
 use crate::store::{Answer, StoreError, TaskStore, TransitionCommand, WrappedRequest};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -435,76 +436,23 @@ impl Runtime {
         else {
             return Ok(WorkStep::Idle);
         };
-        let message = &delivery.message;
-        // The version seen here is the one the completion write will expect.
-        let answer = self
-            .store
-            .get(&message.auth_key, &message.task_id, now_ms)?;
-        let task = match (answer.decision, answer.record) {
-            (Decision::ReturnStatus, Some(task)) if !task.status.is_terminal() => task,
-            (Decision::ReturnStatus, Some(terminal)) => {
-                self.counters
-                    .duplicates_absorbed
-                    .fetch_add(1, Ordering::Relaxed);
-                self.probe.observe("duplicate-absorbed", &message.task_id);
-                // Its worker may have died between decide and publish: finish the settle.
-                let settled =
-                    effect::settle(&*self.effects, &message.task_id, Some(terminal.status))?;
-                self.observe_late_settle(settled, &message.task_id);
-                self.finish(&delivery)?;
-                return Ok(WorkStep::Absorbed);
-            }
-            (_, record) => {
-                // Gone or expired: nothing to run; what it prepared follows its stored
-                // status; the sweeper retires what is left.
-                self.probe.observe("expired-before-run", &message.task_id);
-                let status = effect::status_to_settle(record.as_ref(), now_ms);
-                effect::settle(&*self.effects, &message.task_id, status)?;
-                self.queue.ack(delivery.receipt).map_err(queue_error)?;
-                return Ok(WorkStep::Absorbed);
-            }
+        let Some(task) = self.task_to_run(&delivery, now_ms)? else {
+            return Ok(WorkStep::Absorbed);
         };
         if task.status == TaskStatus::InputRequired {
             // Waiting for the requestor: look again later.
             return self.retry_later(&delivery);
         }
         self.probe.at(Point::AfterClaim, &task.task_id).await;
+        let request = &delivery.message.request;
         let mut task = task;
-        let mut step = self.run_tool(&task, &message.request).await;
+        let mut step = self.run_tool(&task, request).await;
         if let ToolStep::PointOfNoReturn { effect } = step {
-            if task.irreversible_effect.is_some() {
-                // Declared already (this run or one before a crash): a tool bug, which
-                // must not loop or strand the task.
-                let outcome = tool_declared_twice(&task.task_id);
-                return self.complete(&delivery, &task, outcome, None, false).await;
-            }
-            let declared = self.store.transition(&TransitionCommand {
-                task_id: task.task_id.clone(),
-                caller: task.auth_key.clone(),
-                expected_version: task.version,
-                next: TaskStatus::Working,
-                outcome: None,
-                status_message: Some(crate::store::point_of_no_return_message(&effect)),
-                input_requests: None,
-                irreversible_effect: Some(effect),
-                now_ms: self.env.now_ms(),
-            })?;
-            match (declared.decision, declared.record) {
-                (Decision::ApplyTransition, Some(record)) => {
-                    self.notify.status_changed(&record);
-                    task = record;
-                    step = self.run_tool(&task, &message.request).await;
-                }
-                (decision, record) => {
-                    // A cancel won the point of no return: the effect never starts.
-                    if record.as_ref().map(|record| record.status) == Some(TaskStatus::Cancelled) {
-                        self.probe
-                            .observe("cancel-beat-point-of-no-return", &task.task_id);
-                    }
-                    let refused = Answer::new(decision, record);
-                    return self
-                        .after_refused_write(&delivery, &task, refused, false)
-                        .await;
+            match self.declare_point(&delivery, task, effect).await? {
+                ControlFlow::Break(done) => return Ok(done),
+                ControlFlow::Continue(declared) => {
+                    task = declared;
+                    step = self.run_tool(&task, request).await;
                 }
             }
         }
@@ -519,36 +467,130 @@ impl Runtime {
                 self.probe.at(Point::AfterPrepare, &task.task_id).await;
                 (outcome, message, true)
             }
-            ToolStep::NeedsInput(ask) => {
-                let mut requests = ask.requests;
-                if let Some(answered) = &task.input_responses {
-                    requests.retain(|key, _| !answered.contains_key(key));
-                }
-                if requests.is_empty() {
-                    // Nothing new to ask: a tool bug, which must not strand the task.
-                    let outcome = tool_asked_nothing(&task.task_id);
-                    return self.complete(&delivery, &task, outcome, None, false).await;
-                }
-                let asked = self.store.transition(&TransitionCommand {
-                    irreversible_effect: None,
-                    task_id: task.task_id.clone(),
-                    caller: task.auth_key.clone(),
-                    expected_version: task.version,
-                    next: TaskStatus::InputRequired,
-                    outcome: None,
-                    status_message: Some(ask.message),
-                    input_requests: Some(requests),
-                    now_ms: self.env.now_ms(),
-                })?;
-                if let (Decision::ApplyTransition, Some(record)) = (asked.decision, &asked.record) {
-                    self.notify.status_changed(record);
-                }
-                // Whatever happened, look again later: the task answers for itself.
-                return self.retry_later(&delivery);
-            }
+            ToolStep::NeedsInput(ask) => return self.ask_requestor(&delivery, &task, ask).await,
         };
         self.complete(&delivery, &task, outcome, message, prepared)
             .await
+    }
+
+    /// The delivered task as stored now (the version its completion write will expect), or
+    /// `None` when there is nothing to run: a terminal task (a duplicate delivery, its
+    /// settle finished here) or a task gone or expired.
+    fn task_to_run(
+        &self,
+        delivery: &Delivery,
+        now_ms: u64,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let message = &delivery.message;
+        let answer = self
+            .store
+            .get(&message.auth_key, &message.task_id, now_ms)?;
+        match (answer.decision, answer.record) {
+            (Decision::ReturnStatus, Some(task)) if !task.status.is_terminal() => Ok(Some(task)),
+            (Decision::ReturnStatus, Some(terminal)) => {
+                self.counters
+                    .duplicates_absorbed
+                    .fetch_add(1, Ordering::Relaxed);
+                self.probe.observe("duplicate-absorbed", &message.task_id);
+                // Its worker may have died between decide and publish: finish the settle.
+                let settled =
+                    effect::settle(&*self.effects, &message.task_id, Some(terminal.status))?;
+                self.observe_late_settle(settled, &message.task_id);
+                self.finish(delivery)?;
+                Ok(None)
+            }
+            (_, record) => {
+                // Gone or expired: nothing to run; what it prepared follows its stored
+                // status; the sweeper retires what is left.
+                self.probe.observe("expired-before-run", &message.task_id);
+                let status = effect::status_to_settle(record.as_ref(), now_ms);
+                effect::settle(&*self.effects, &message.task_id, status)?;
+                self.queue.ack(delivery.receipt).map_err(queue_error)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Declares the tool's point of no return at the version the worker read: the task
+    /// after it, to run the tool again past the point, or the step that ends the delivery
+    /// (a second declaration is a tool bug; a refused one, a cancel that won).
+    async fn declare_point(
+        &self,
+        delivery: &Delivery,
+        task: TaskRecord,
+        effect: String,
+    ) -> Result<ControlFlow<WorkStep, TaskRecord>, StoreError> {
+        if task.irreversible_effect.is_some() {
+            // Declared already (this run or one before a crash): a tool bug, which must not
+            // loop or strand the task.
+            let outcome = tool_declared_twice(&task.task_id);
+            let done = self.complete(delivery, &task, outcome, None, false).await?;
+            return Ok(ControlFlow::Break(done));
+        }
+        let declared = self.store.transition(&TransitionCommand {
+            task_id: task.task_id.clone(),
+            caller: task.auth_key.clone(),
+            expected_version: task.version,
+            next: TaskStatus::Working,
+            outcome: None,
+            status_message: Some(crate::store::point_of_no_return_message(&effect)),
+            input_requests: None,
+            irreversible_effect: Some(effect),
+            now_ms: self.env.now_ms(),
+        })?;
+        match (declared.decision, declared.record) {
+            (Decision::ApplyTransition, Some(record)) => {
+                self.notify.status_changed(&record);
+                Ok(ControlFlow::Continue(record))
+            }
+            (decision, record) => {
+                // A cancel won the point of no return: the effect never starts.
+                if record.as_ref().map(|record| record.status) == Some(TaskStatus::Cancelled) {
+                    self.probe
+                        .observe("cancel-beat-point-of-no-return", &task.task_id);
+                }
+                let refused = Answer::new(decision, record);
+                let done = self
+                    .after_refused_write(delivery, &task, refused, false)
+                    .await?;
+                Ok(ControlFlow::Break(done))
+            }
+        }
+    }
+
+    /// Moves the task to `input_required` with the questions not yet answered, and looks
+    /// again later; a tool that asks nothing new fails its task instead.
+    async fn ask_requestor(
+        &self,
+        delivery: &Delivery,
+        task: &TaskRecord,
+        ask: InputAsk,
+    ) -> Result<WorkStep, StoreError> {
+        let mut requests = ask.requests;
+        if let Some(answered) = &task.input_responses {
+            requests.retain(|key, _| !answered.contains_key(key));
+        }
+        if requests.is_empty() {
+            // Nothing new to ask: a tool bug, which must not strand the task.
+            let outcome = tool_asked_nothing(&task.task_id);
+            return self.complete(delivery, task, outcome, None, false).await;
+        }
+        let asked = self.store.transition(&TransitionCommand {
+            irreversible_effect: None,
+            task_id: task.task_id.clone(),
+            caller: task.auth_key.clone(),
+            expected_version: task.version,
+            next: TaskStatus::InputRequired,
+            outcome: None,
+            status_message: Some(ask.message),
+            input_requests: Some(requests),
+            now_ms: self.env.now_ms(),
+        })?;
+        if let (Decision::ApplyTransition, Some(record)) = (asked.decision, &asked.record) {
+            self.notify.status_changed(record);
+        }
+        // Whatever happened, look again later: the task answers for itself.
+        self.retry_later(delivery)
     }
 
     /// Writes a run's outcome as the task's terminal status, at the version the worker

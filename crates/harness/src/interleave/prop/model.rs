@@ -171,15 +171,64 @@ pub enum Expect {
     Swept(usize),
 }
 
+fn same_task_ids(t1: &[TaskRecord], t2: &[TaskRecord]) -> bool {
+    t1.iter()
+        .map(|task| &task.task_id)
+        .eq(t2.iter().map(|task| &task.task_id))
+}
+
+/// Claims of the same tasks that differ, and pages of other tasks under the same
+/// decision: worded whole (their records cannot be compared pairwise).
+fn listing_mismatch(got: &Expect, want: &Expect) -> Option<String> {
+    match (got, want) {
+        (Expect::Claim(c1), Expect::Claim(c2))
+            if c1
+                .iter()
+                .map(|claim| &claim.task_id)
+                .eq(c2.iter().map(|claim| &claim.task_id)) =>
+        {
+            let differing: Vec<String> = c1
+                .iter()
+                .zip(c2)
+                .filter(|(got, want)| got != want)
+                .map(|(got, want)| format!("{}: {}", got.task_id, claim_differences(got, want)))
+                .collect();
+            Some(format!("the claim differs: {}", differing.join(" | ")))
+        }
+        (
+            Expect::Page {
+                decision: d1,
+                tasks: t1,
+                more: m1,
+            },
+            Expect::Page {
+                decision: d2,
+                tasks: t2,
+                more: m2,
+            },
+        ) if d1 == d2 && !same_task_ids(t1, t2) => {
+            let ids = |tasks: &[TaskRecord]| -> Vec<String> {
+                tasks.iter().map(|task| task.task_id.clone()).collect()
+            };
+            Some(format!(
+                "{} as expected, but the page holds {:?} (next cursor: {m1}), the model's {:?} \
+                 (next cursor: {m2})",
+                d2.code(),
+                ids(t1),
+                ids(t2)
+            ))
+        }
+        _ => None,
+    }
+}
+
 /// Where two answers differ, worded for a failure: with the same decision, the fields that
 /// differ (of the record, of each task on a page, the ack, the next cursor); else both
 /// answers whole.
 pub(super) fn mismatch(got: &Expect, want: &Expect) -> String {
-    let same_ids = |t1: &[TaskRecord], t2: &[TaskRecord]| {
-        t1.iter()
-            .map(|task| &task.task_id)
-            .eq(t2.iter().map(|task| &task.task_id))
-    };
+    if let Some(whole) = listing_mismatch(got, want) {
+        return whole;
+    }
     let mut differing: Vec<String> = Vec::new();
     let mut records: Vec<(&TaskRecord, &TaskRecord)> = Vec::new();
     let decision = match (got, want) {
@@ -225,49 +274,12 @@ pub(super) fn mismatch(got: &Expect, want: &Expect) -> String {
                 tasks: t2,
                 more: m2,
             },
-        ) if d1 == d2 && same_ids(t1, t2) => {
+        ) if d1 == d2 && same_task_ids(t1, t2) => {
             if m1 != m2 {
                 differing.push(format!("next cursor: store {m1}, model {m2}"));
             }
             records.extend(t1.iter().zip(t2));
             d2
-        }
-        (Expect::Claim(c1), Expect::Claim(c2))
-            if c1
-                .iter()
-                .map(|claim| &claim.task_id)
-                .eq(c2.iter().map(|claim| &claim.task_id)) =>
-        {
-            let differing: Vec<String> = c1
-                .iter()
-                .zip(c2)
-                .filter(|(got, want)| got != want)
-                .map(|(got, want)| format!("{}: {}", got.task_id, claim_differences(got, want)))
-                .collect();
-            return format!("the claim differs: {}", differing.join(" | "));
-        }
-        (
-            Expect::Page {
-                decision: d1,
-                tasks: t1,
-                more: m1,
-            },
-            Expect::Page {
-                decision: d2,
-                tasks: t2,
-                more: m2,
-            },
-        ) if d1 == d2 => {
-            let ids = |tasks: &[TaskRecord]| -> Vec<String> {
-                tasks.iter().map(|task| task.task_id.clone()).collect()
-            };
-            return format!(
-                "{} as expected, but the page holds {:?} (next cursor: {m1}), the model's {:?} \
-                 (next cursor: {m2})",
-                d2.code(),
-                ids(t1),
-                ids(t2)
-            );
         }
         _ => return format!("the store answered {got:?}, the model expects {want:?}"),
     };

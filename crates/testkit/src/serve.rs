@@ -1,8 +1,7 @@
-//! `tasklatch serve --http` as a real process, and a client of it: for the tests that
-//! kill, signal, restart or flood servers. A test using it declares `mod http_client;`
-//! and `mod support;` too.
-#![allow(dead_code)] // each test binary uses a different part of this module
+//! A `tasklatch serve --http` process and a client of it: for the tests that kill, signal,
+//! restart or flood servers.
 
+use crate::process::{Killed, http_address, spawn_listening};
 use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader};
 use std::path::Path;
@@ -13,7 +12,7 @@ use std::time::{Duration, Instant};
 /// One `tasklatch serve --http` process, its address and its stderr lines; killed (and
 /// reaped) on drop.
 pub struct ServeProcess {
-    process: crate::support::Killed,
+    process: Killed,
     /// `host:port`.
     pub address: String,
     /// In a mutex so that clients on several threads may share the server.
@@ -21,28 +20,10 @@ pub struct ServeProcess {
 }
 
 impl ServeProcess {
-    /// Starts `serve --http 127.0.0.1:0 --store STORE --exports EXPORTS` with a tokens file
-    /// in `folder` holding `tokens` (`(token, authorization key)`), plus `extra` arguments;
-    /// returns once it listens.
+    /// Starts `BINARY serve --http 127.0.0.1:0 --store STORE --exports EXPORTS` with a
+    /// tokens file in `folder` holding `tokens` (`(token, authorization key)`), plus `extra`
+    /// arguments; returns once it listens.
     pub fn start(
-        store: &str,
-        exports: &Path,
-        folder: &Path,
-        tokens: &[(&str, &str)],
-        extra: &[&str],
-    ) -> ServeProcess {
-        Self::start_binary(
-            env!("CARGO_BIN_EXE_tasklatch"),
-            store,
-            exports,
-            folder,
-            tokens,
-            extra,
-        )
-    }
-
-    /// [`ServeProcess::start`] with another `tasklatch` binary.
-    pub fn start_binary(
         binary: &str,
         store: &str,
         exports: &Path,
@@ -56,7 +37,8 @@ impl ServeProcess {
             .map(|(token, key)| ((*token).to_owned(), json!(key)))
             .collect();
         std::fs::write(&tokens_file, json!({ "tokens": map }).to_string()).expect("tokens");
-        let mut child = Command::new(binary)
+        let mut command = Command::new(binary);
+        command
             .args([
                 "serve",
                 "--http",
@@ -69,13 +51,13 @@ impl ServeProcess {
             .arg("--exports")
             .arg(exports)
             .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the server starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let stderr = child.stderr.take().expect("stderr");
-        let process = crate::support::Killed(child);
+            .stderr(Stdio::piped());
+        let (mut process, announced) =
+            spawn_listening(&mut command).unwrap_or_else(|error| panic!("{error}"));
+        let address = http_address(&announced)
+            .unwrap_or_else(|| panic!("expected `listening http://ADDR/mcp`, got {announced:?}"))
+            .to_owned();
+        let stderr = process.0.stderr.take().expect("stderr is piped");
         let (send, receive) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
@@ -84,14 +66,6 @@ impl ServeProcess {
                 }
             }
         });
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).expect("a line");
-        let address = line
-            .trim()
-            .strip_prefix("listening http://")
-            .and_then(|rest| rest.strip_suffix("/mcp"))
-            .unwrap_or_else(|| panic!("expected `listening http://ADDR/mcp`, got {line:?}"))
-            .to_owned();
         ServeProcess {
             process,
             address,
@@ -176,7 +150,7 @@ pub struct ServeClient {
 impl ServeClient {
     /// A new session of `token` on the server at `address`.
     pub fn of(address: &str, token: &str) -> ServeClient {
-        let session = crate::http_client::initialize(address, token).expect("initialize");
+        let session = crate::http::initialize(address, token).expect("initialize");
         ServeClient {
             address: address.to_owned(),
             token: token.to_owned(),
@@ -185,9 +159,9 @@ impl ServeClient {
     }
 
     /// The HTTP reply to a request.
-    pub fn reply(&self, method: &str, params: Value) -> crate::http_client::Reply {
+    pub fn reply(&self, method: &str, params: Value) -> crate::http::Reply {
         let message = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
-        crate::http_client::rpc(&self.address, &self.token, Some(&self.session), &message)
+        crate::http::rpc(&self.address, &self.token, Some(&self.session), &message)
             .unwrap_or_else(|error| panic!("{method}: {error}"))
     }
 
@@ -243,27 +217,5 @@ impl ServeClient {
             assert!(Instant::now() < deadline, "{task_id} stayed {status}");
             std::thread::sleep(every);
         }
-    }
-}
-
-/// The status the store at `store` (a store URL) holds for `task_id`, read directly.
-pub fn stored_status(store: &str, task_id: &str) -> tasklatch::contract::TaskStatus {
-    tasklatch::store::open_store(store, &tasklatch::store::StoreOptions::default())
-        .expect("the store opens")
-        .read(task_id)
-        .expect("read")
-        .expect("the task is kept")
-        .status
-}
-
-/// Prints a test's figures and keeps them in `target/tmp/server-figures/NAME.txt`, which
-/// CI prints after the test commands (libtest shows nothing a passing test printed).
-pub fn report(name: &str, figures: &str) {
-    println!("{figures}");
-    let folder = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("server-figures");
-    let written = std::fs::create_dir_all(&folder)
-        .and_then(|()| std::fs::write(folder.join(format!("{name}.txt")), format!("{figures}\n")));
-    if let Err(error) = written {
-        eprintln!("{name}: figures not kept: {error}");
     }
 }

@@ -1,7 +1,6 @@
 //! A minimal HTTP/1.1 client for the transport tests: one request per connection
 //! (`Connection: close`), the raw status, headers and body back. No client crate: the
 //! tests need malformed and oversized requests that a well-behaved client refuses to send.
-#![allow(dead_code)]
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
