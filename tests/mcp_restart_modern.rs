@@ -31,18 +31,9 @@ fn free_port() -> u16 {
 }
 
 /// A running `tasklatch serve`, SIGKILLed when dropped (so a failing test leaves none).
-struct Server(Killed);
-
-impl Server {
-    /// SIGKILL, and reaped.
-    fn kill(mut self) {
-        self.0.kill_now();
-    }
-}
-
 /// Starts `tasklatch serve --http` on `port` over `folder/tasks.db` with `extra` arguments;
 /// waits until it listens.
-fn start(folder: &Path, port: u16, extra: &[&str]) -> Server {
+fn start(folder: &Path, port: u16, extra: &[&str]) -> Killed {
     let tokens = folder.join("tokens.json");
     std::fs::write(
         &tokens,
@@ -62,9 +53,9 @@ fn start(folder: &Path, port: u16, extra: &[&str]) -> Server {
             .stderr(Stdio::null());
         command
     };
-    let (server, _) = spawn_listening_within(command, Duration::from_secs(20))
-        .unwrap_or_else(|error| panic!("port {port}: {error}"));
-    Server(server)
+    spawn_listening_within(command, Duration::from_secs(20))
+        .unwrap_or_else(|error| panic!("port {port}: {error}"))
+        .0
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -165,7 +156,7 @@ fn a_killed_server_finishes_a_2026_export_once_after_restart() {
         let exports = folder.join("tasks.db.exports");
         let port = free_port();
         let address = format!("127.0.0.1:{port}");
-        let server = start(&folder, port, &[]);
+        let mut server = start(&folder, port, &[]);
         let created = modern(
             &address,
             "tools/call",
@@ -190,8 +181,8 @@ fn a_killed_server_finishes_a_2026_export_once_after_restart() {
             "round {round}: not yet exported"
         );
 
-        server.kill();
-        let server = start(&folder, port, &[]);
+        server.kill_now();
+        let mut server = start(&folder, port, &[]);
 
         let (done, seen) = poll_to_terminal(&address, &task_id, &format!("round {round}"));
         assert_eq!(done["status"], "completed", "round {round}: {done}");
@@ -220,7 +211,7 @@ fn a_killed_server_finishes_a_2026_export_once_after_restart() {
             "round {round}: exactly one export"
         );
 
-        server.kill();
+        server.kill_now();
         let record = stored(&folder, &task_id);
         assert_eq!(record.era.as_str(), "2026-07-28", "round {round}");
         assert_eq!(record.status, TaskStatus::Completed, "round {round}");
@@ -235,7 +226,7 @@ fn a_task_waiting_for_input_keeps_its_question_across_a_restart() {
     let folder = scratch("restart-modern-input");
     let port = free_port();
     let address = format!("127.0.0.1:{port}");
-    let server = start(&folder, port, &["--conformance-tools"]);
+    let mut server = start(&folder, port, &["--conformance-tools"]);
     let created = modern(
         &address,
         "tools/call",
@@ -258,8 +249,8 @@ fn a_task_waiting_for_input_keeps_its_question_across_a_restart() {
         "{asked}"
     );
 
-    server.kill();
-    let server = start(&folder, port, &["--conformance-tools"]);
+    server.kill_now();
+    let mut server = start(&folder, port, &["--conformance-tools"]);
 
     // The same question, the same task (version, timestamps), right after the restart and
     // after the killed server's lease ran out and the task was delivered again.
@@ -287,7 +278,7 @@ fn a_task_waiting_for_input_keeps_its_question_across_a_restart() {
     );
     assert_eq!(done["result"]["isError"], false, "{done}");
 
-    server.kill();
+    server.kill_now();
     let record = stored(&folder, &task_id);
     assert_eq!(record.era.as_str(), "2026-07-28");
     assert_eq!(
