@@ -7,6 +7,10 @@
 # later run replays it first (the regression test).
 #
 #   fuzz/run.sh [SECONDS] [TARGET…]      CI: 15 s each; nightly: 600 s each
+#
+# TASKLATCH_FUZZ_BUILD (read here): `release` (the default; cargo-fuzz's optimised build)
+# or `dev` (this crate's dev profile, opt-level 1: compiles in about half the time, runs
+# fewer execs a second; what CI's 15-s smoke run uses).
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds=${1:-20}
@@ -24,7 +28,12 @@ fi
 # rustflags do not apply once RUSTFLAGS is set).
 unset CARGO_ENCODED_RUSTFLAGS
 export RUSTFLAGS="--cfg madsim"
-cargo fuzz build --sanitizer none
+case "${TASKLATCH_FUZZ_BUILD:-release}" in
+  release) build=() ;;
+  dev) build=(--dev) ;;
+  *) echo "TASKLATCH_FUZZ_BUILD=${TASKLATCH_FUZZ_BUILD}: release or dev" >&2; exit 2 ;;
+esac
+cargo fuzz build --sanitizer none "${build[@]}"
 
 scratch=$(mktemp -d /tmp/tasklatch-fuzz-XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
@@ -33,7 +42,7 @@ printf '%-22s %12s %10s %8s\n' target execs execs/s new
 for target in "${targets[@]}"; do
   mkdir -p "$scratch/$target"
   log="$scratch/$target.log"
-  if ! cargo fuzz run --sanitizer none "$target" "$scratch/$target" "corpus/$target" -- \
+  if ! cargo fuzz run --sanitizer none "${build[@]}" "$target" "$scratch/$target" "corpus/$target" -- \
       -max_total_time="$seconds" -print_final_stats=1 >"$log" 2>&1; then
     failed=1
     echo "$target: CRASH (input in fuzz/artifacts/$target/)"

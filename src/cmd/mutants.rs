@@ -63,11 +63,10 @@ pub fn run(args: MutantsArgs) -> ExitCode {
     if !engines.is_empty() {
         let mut chosen = Vec::new();
         for name in engines {
-            match Engine::ALL.into_iter().find(|engine| engine.name() == name) {
-                Some(engine) => chosen.push(engine),
-                None => {
-                    let known: Vec<&str> = Engine::ALL.iter().map(|e| e.name()).collect();
-                    eprintln!("error: --engine {name:?}: known: {}", known.join(", "));
+            match Engine::parse(&name) {
+                Ok(engine) => chosen.push(engine),
+                Err(error) => {
+                    eprintln!("error: --engine: {error}");
                     return ExitCode::from(EXIT_BAD_INPUT);
                 }
             }

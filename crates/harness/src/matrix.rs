@@ -18,6 +18,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+mod shard;
+
 /// An engine of the matrix, in column order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Engine {
@@ -61,6 +63,18 @@ impl Engine {
             Engine::Loom => "loom",
             Engine::Probe => "probe",
         }
+    }
+
+    /// The engine named `name` (as [`Engine::name`] spells it); the error lists the known
+    /// ones.
+    pub fn parse(name: &str) -> Result<Engine, String> {
+        Engine::ALL
+            .into_iter()
+            .find(|engine| engine.name() == name)
+            .ok_or_else(|| {
+                let known: Vec<&str> = Engine::ALL.iter().map(|e| e.name()).collect();
+                format!("unknown engine {name:?}; known: {}", known.join(", "))
+            })
     }
 
     /// Whether this engine must kill `mutant`.
@@ -188,6 +202,9 @@ pub struct Plan {
     /// Probe only the unmutated build and the mutants the probe must kill (the rest read
     /// `not run`): what a test needs, in half the time.
     pub probe_required_only: bool,
+    /// Probe cells run side by side at most (they wait on their servers, mostly; more
+    /// would make a 2-core machine's timing the finding): 5, divided among shards.
+    pub probe_cells_parallel: usize,
 }
 
 impl Plan {
@@ -260,6 +277,7 @@ impl Plan {
             postgres_url: None,
             probe_server: None,
             probe_required_only: false,
+            probe_cells_parallel: 5,
         }
     }
 }
@@ -278,7 +296,8 @@ pub fn run(plan: &Plan, progress: &mut dyn FnMut(&str, &Column, &Cell)) -> Matri
                         || mutant.is_none_or(|mutant| Engine::Probe.must_kill(mutant))
                 })
                 .collect();
-            probe::cells(server, &plan.mutants, &wanted, &plan.scratch)
+            let parallel = plan.probe_cells_parallel;
+            probe::cells(server, &plan.mutants, &wanted, &plan.scratch, parallel)
         }
         _ => Vec::new(),
     }
@@ -551,21 +570,19 @@ mod probe {
     use std::sync::Mutex;
     use std::time::{Duration, Instant};
 
-    /// Probe cells run side by side at most (they wait on their servers, mostly; more
-    /// would make a 2-core machine's timing the finding).
-    const CELLS_PARALLEL_MAX: usize = 5;
-
-    /// One cell per row of `mutants`, in order; a row not `wanted` is skipped.
+    /// One cell per row of `mutants`, in order, `parallel` at a time; a row not `wanted`
+    /// is skipped.
     pub fn cells(
         server: &Path,
         mutants: &[Option<Mutant>],
         wanted: &[bool],
         scratch: &Path,
+        parallel: usize,
     ) -> Vec<Cell> {
         let next = Mutex::new(0usize);
         let cells: Mutex<Vec<Option<Cell>>> = Mutex::new(vec![None; mutants.len()]);
         std::thread::scope(|scope| {
-            for _ in 0..CELLS_PARALLEL_MAX.min(mutants.len()) {
+            for _ in 0..parallel.clamp(1, mutants.len().max(1)) {
                 scope.spawn(|| {
                     loop {
                         let index = {
