@@ -15,7 +15,7 @@
 //! ```
 //!
 //! CI probes it with kills, as a user would (`tests/probe/report_server.sh`), and the
-//! simulation runs its tools (`tests/report_server.rs`).
+//! simulation runs its tools (`tests/it/report_server.rs`).
 
 mod tools;
 

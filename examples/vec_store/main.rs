@@ -6,7 +6,7 @@
 //! ```
 //!
 //! `store.rs` is the store (its own data structure, tasklatch's public API only); this file
-//! is all a team needs to add to check theirs. `tests/example_store.rs` runs the same in CI.
+//! is all a team needs to add to check theirs. `tests/it/example_store.rs` runs the same in CI.
 
 mod store;
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A deliberately broken MCP tasks server for the probe's hostile checks
-(tests/probe_broken.rs). Standard library only. Its wire shapes are right; its state
+(tests/it/probe_broken.rs). Standard library only. Its wire shapes are right; its state
 contract is not. Two modes:
 
   hostile_server.py stdio    2025-11-25 over stdio, declaring neither tasks.list,

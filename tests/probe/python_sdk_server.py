@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An MCP 2025-11-25 task server written the way the Python SDK `mcp` 1.30.0 shows it
 (`server.experimental.enable_tasks()`, `@server.call_tool()`, `ctx.experimental.run_task`),
-for tests/probe_third_party.rs. Over stdio, or with `--http PORT` Streamable HTTP
+for tests/it/probe_third_party.rs. Over stdio, or with `--http PORT` Streamable HTTP
 (`StreamableHTTPSessionManager` under uvicorn, stateful sessions). Tools:
 
   export  taskSupport optional   {name, delay_ms?}  sleeps delay_ms (default 1000), then

@@ -219,3 +219,12 @@ pub fn probe_questions_answered(report: &tasklatch::probe::Report, key: &str) ->
         })
         .count()
 }
+
+/// The name libtest knows a test by, for running this test binary again on that one test
+/// (`--exact`): `module_path!()` of the test's module without the crate, then `function`.
+pub fn test_path(module: &str, function: &str) -> String {
+    match module.split_once("::") {
+        Some((_crate, path)) => format!("{path}::{function}"),
+        None => function.to_owned(),
+    }
+}

@@ -8,7 +8,7 @@
 //! are arguments. Everything else in tasklatch — stores, runtime, MCP server, simulation —
 //! asks this crate for its decisions, so there is one policy with several enforcements.
 //! Its dependencies show it: serde, SHA-256 and HMAC, and the mutant switch, a leaf; no
-//! async runtime, database, OS randomness or HTTP (checked by `tests/layers.rs`).
+//! async runtime, database, OS randomness or HTTP (checked by `tests/it/layers.rs`).
 
 #![warn(missing_docs)]
 

@@ -24,7 +24,7 @@
 // Once per CI run is enough: the plain command runs it, `--all-features` (mutants) skips it.
 #![cfg(not(feature = "mutants"))]
 
-mod support;
+use crate::support;
 
 use support::serve_process;
 
@@ -144,7 +144,7 @@ fn flood_round(address: &str, session: &str, task_id: &str, pid: u32, fd_baselin
         .arg(std::env::current_exe().expect("test binary"))
         .args([
             "--exact",
-            "flood_child",
+            &support::test_path(module_path!(), "flood_child"),
             "--ignored",
             "--nocapture",
             "--test-threads=1",

@@ -6,7 +6,7 @@
 //! (`tests/probe/rmcp_server.rs`: its `TaskManager`; a dev-dependency). Each probe is
 //! rerun once with the same seed and its findings must recur: a finding is the server's
 //! behaviour, reproduced, not a flake of the probe (the same checks find nothing against
-//! tasklatch: tests/probe_tasklatch.rs).
+//! tasklatch: tests/it/probe_tasklatch.rs).
 //!
 //! Environment variables read here:
 //! - `TASKLATCH_REQUIRE_INTEROP=1` — fail, instead of skipping loudly, when an SDK is not
@@ -18,7 +18,7 @@
 //! test command (`--all-features`) would only repeat these slow tests.
 #![cfg(not(feature = "mutants"))]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -280,7 +280,7 @@ fn assert_recurred(always: &BTreeSet<String>, recurred: &BTreeSet<String>) {
     );
 }
 
-#[path = "probe/rmcp_server.rs"]
+#[path = "../probe/rmcp_server.rs"]
 mod rmcp_server;
 
 /// A 2026-07-28 task server on the Rust SDK rmcp 3.11.0 (`tests/probe/rmcp_server.rs`:

@@ -8,7 +8,7 @@
 // features add (the engines), not these again.
 #![cfg(not(feature = "mutants"))]
 
-mod support;
+use crate::support;
 
 use tasklatch::contract::TaskRecord;
 use tasklatch::contract::{Decision, Negotiated, TaskStatus};

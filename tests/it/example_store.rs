@@ -3,7 +3,7 @@
 //! `tasklatch::verify::check_store`: the correct store passes them all, and a planted bug
 //! (a list without its tenant filter) fails each engine with a readable report.
 
-#[path = "../examples/vec_store/store.rs"]
+#[path = "../../examples/vec_store/store.rs"]
 mod store;
 
 use store::{Bug, VecStoreFactory};

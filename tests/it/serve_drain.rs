@@ -6,7 +6,7 @@
 // Once per CI run is enough: the plain command runs it, `--all-features` (mutants) skips it.
 #![cfg(not(feature = "mutants"))]
 
-mod support;
+use crate::support;
 
 use support::serve_process;
 

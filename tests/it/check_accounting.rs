@@ -5,7 +5,7 @@
 // features add (the engines), not these again.
 #![cfg(not(feature = "mutants"))]
 
-mod histories;
+use crate::histories;
 
 use histories::*;
 use tasklatch::check::{AppliedKind, CheckContext, Event, Injection, RuntimeNote, check};

@@ -15,7 +15,7 @@
 // features add (the engines), not these again.
 #![cfg(not(feature = "mutants"))]
 
-mod support;
+use crate::support;
 
 use support::serve_process;
 

@@ -5,7 +5,7 @@
 // features add (the engines), not these again.
 #![cfg(not(feature = "mutants"))]
 
-mod support;
+use crate::support;
 
 use rusqlite::Connection;
 use tasklatch::store::{

@@ -11,7 +11,7 @@
 // Once per CI run is enough: the plain command runs it, `--all-features` (mutants) skips it.
 #![cfg(all(feature = "postgres", not(feature = "mutants")))]
 
-mod support;
+use crate::support;
 
 use support::serve_process;
 

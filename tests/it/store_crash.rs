@@ -16,7 +16,7 @@
 // features add (the engines), not these again.
 #![cfg(not(feature = "mutants"))]
 
-mod support;
+use crate::support;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use serde_json::json;
@@ -164,7 +164,7 @@ fn spawn_worker(store: &Path, ledger: &Path) -> Worker {
     let mut child = Command::new(std::env::current_exe().expect("test binary"))
         .args([
             "--exact",
-            "crash_worker_child",
+            &support::test_path(module_path!(), "crash_worker_child"),
             "--ignored",
             "--nocapture",
             "--test-threads=1",

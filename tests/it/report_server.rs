@@ -9,7 +9,7 @@
 // features add (the engines), not these again.
 #![cfg(not(feature = "mutants"))]
 
-#[path = "../examples/report_server/tools.rs"]
+#[path = "../../examples/report_server/tools.rs"]
 mod tools;
 
 use serde_json::{Value, json};

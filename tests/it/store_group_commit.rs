@@ -16,7 +16,7 @@
 // features add (the engines), not these again.
 #![cfg(not(feature = "mutants"))]
 
-mod support;
+use crate::support;
 
 use rusqlite::Connection;
 use serde_json::json;
@@ -220,7 +220,8 @@ fn nothing_answered_is_lost_to_a_kill_mid_group() {
     let mut answered = BTreeSet::new();
     for run in 0..kills {
         let mut child = Command::new(std::env::current_exe().expect("test binary"))
-            .args(["--ignored", "--exact", "group_commit_child", "--nocapture"])
+            .args(["--ignored", "--exact", "--nocapture"])
+            .arg(support::test_path(module_path!(), "group_commit_child"))
             .env("TASKLATCH_GROUP_DB", &path)
             .env("TASKLATCH_GROUP_RUN", run.to_string())
             .stdout(Stdio::piped())

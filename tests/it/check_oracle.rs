@@ -3,7 +3,7 @@
 // features add (the engines), not these again.
 #![cfg(not(feature = "mutants"))]
 
-mod histories;
+use crate::histories;
 
 use histories::{applied, consistent, create, refused};
 use tasklatch::check::{

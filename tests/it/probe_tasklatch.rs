@@ -2,14 +2,14 @@
 //! judged by the oracle, both eras; cancels aimed at the moment an export completes, its
 //! file observed) find nothing
 //! against tasklatch over stdio and over HTTP with two identities, on SQLite; a server that
-//! cannot be reached is exit-2 material with the reason. (tests/probe_broken.rs shows each
+//! cannot be reached is exit-2 material with the reason. (tests/it/probe_broken.rs shows each
 //! check able to fail.)
 //!
 //! Plain builds only: the probe does not change with features, and the README's second
 //! test command (`--all-features`) would only repeat these slow tests.
 #![cfg(not(feature = "mutants"))]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

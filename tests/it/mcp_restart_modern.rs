@@ -1,4 +1,4 @@
-//! Restart recovery in the 2026-07-28 era, for real, as `tests/mcp_restart.rs` does it for
+//! Restart recovery in the 2026-07-28 era, for real, as `tests/it/mcp_restart.rs` does it for
 //! 2025-11-25: a `tasklatch serve --http` process is SIGKILLed and restarted on the same
 //! SQLite file and port, and the client, which has no session in this era, keeps asking
 //! `tasks/get` for the same task id:

@@ -3,7 +3,7 @@
 // features add (the engines), not these again.
 #![cfg(not(feature = "mutants"))]
 
-mod support;
+use crate::support;
 
 use tasklatch::conformance;
 use tasklatch::store::{MemoryFactory, SqliteFactory, StoreFactory};

@@ -9,7 +9,7 @@
 // features add (the engines), not these again.
 #![cfg(not(feature = "mutants"))]
 
-mod support;
+use crate::support;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,

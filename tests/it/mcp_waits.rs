@@ -16,7 +16,7 @@
 // features add (the engines), not these again.
 #![cfg(not(feature = "mutants"))]
 
-mod support;
+use crate::support;
 
 use support::http_client;
 

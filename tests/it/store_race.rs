@@ -7,7 +7,7 @@
 // features add (the engines), not these again.
 #![cfg(not(feature = "mutants"))]
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use std::collections::BTreeMap;

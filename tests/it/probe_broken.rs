@@ -6,7 +6,7 @@
 //! test command (`--all-features`) would only repeat these slow tests.
 #![cfg(not(feature = "mutants"))]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
