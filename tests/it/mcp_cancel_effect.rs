@@ -87,24 +87,31 @@ fn eventually(what: &str, done: impl Fn() -> bool) {
 /// Every part of the file's story on one store.
 fn cancelled_means_no_effect(label: &str, store: &str, folder: &Path) {
     let exports = folder.join("exports");
+    cancels_while_prepared_leave_no_file(label, store, &exports, folder);
+    let (serve, client) = killed_after_decide_the_restart_publishes(label, store, &exports, folder);
+    aimed_cancels_leave_no_file_and_miss_no_file(label, &serve, &client, &exports);
+}
 
+/// A cancel while the worker holds the prepared export, whether the worker goes on or is
+/// killed there: the cancel wins and no file is published.
+fn cancels_while_prepared_leave_no_file(label: &str, store: &str, exports: &Path, folder: &Path) {
     // A cancel while the worker holds the prepared export: the worker goes on and loses.
-    let serve = start_serve(store, &exports, folder, &["--hold-at", "after-prepare:300"]);
+    let serve = start_serve(store, exports, folder, &["--hold-at", "after-prepare:300"]);
     let client = client_of(&serve);
     for round in 0..3 {
         let task_id = client.export(50);
         serve.held("after-prepare", &task_id);
         assert!(
-            prepared(&exports, &task_id).exists(),
+            prepared(exports, &task_id).exists(),
             "{label} {round}: prepared"
         );
         assert_eq!(client.cancel(&task_id)["status"], "cancelled");
         eventually("the prepared export discarded", || {
-            !prepared(&exports, &task_id).exists()
+            !prepared(exports, &task_id).exists()
         });
         assert_eq!(client.status(&task_id), "cancelled", "{label} {round}");
         assert!(
-            !published(&exports, &task_id).exists(),
+            !published(exports, &task_id).exists(),
             "{label} {round}: a cancelled export left its file"
         );
     }
@@ -115,41 +122,41 @@ fn cancelled_means_no_effect(label: &str, store: &str, folder: &Path) {
     assert_eq!(client.cancel(&task_id)["status"], "cancelled");
     serve.kill();
     assert!(
-        prepared(&exports, &task_id).exists(),
+        prepared(exports, &task_id).exists(),
         "{label}: left prepared"
     );
-    let serve = start_serve(store, &exports, folder, &[]);
+    let serve = start_serve(store, exports, folder, &[]);
     eventually("the dead worker's prepared export discarded", || {
-        !prepared(&exports, &task_id).exists()
+        !prepared(exports, &task_id).exists()
     });
-    assert!(
-        !published(&exports, &task_id).exists(),
-        "{label}: no export"
-    );
+    assert!(!published(exports, &task_id).exists(), "{label}: no export");
     assert_eq!(client_of(&serve).status(&task_id), "cancelled");
     serve.kill();
+}
 
-    // Killed between decide and publish: completed, unpublished; the restart publishes.
-    let serve = start_serve(
-        store,
-        &exports,
-        folder,
-        &["--hold-at", "after-decide:60000"],
-    );
+/// Killed between decide and publish: completed, unpublished; the restart publishes. The
+/// restarted server and a client of it.
+fn killed_after_decide_the_restart_publishes(
+    label: &str,
+    store: &str,
+    exports: &Path,
+    folder: &Path,
+) -> (ServeProcess, ServeClient) {
+    let serve = start_serve(store, exports, folder, &["--hold-at", "after-decide:60000"]);
     let task_id = client_of(&serve).export(50);
     serve.held("after-decide", &task_id);
     serve.kill();
     assert_eq!(stored_status(store, &task_id), TaskStatus::Completed);
     assert!(
-        !published(&exports, &task_id).exists() && prepared(&exports, &task_id).exists(),
+        !published(exports, &task_id).exists() && prepared(exports, &task_id).exists(),
         "{label}: killed after decide, the export is prepared, not published"
     );
-    let serve = start_serve(store, &exports, folder, &[]);
+    let serve = start_serve(store, exports, folder, &[]);
     eventually("the redelivery publishes the export", || {
-        published(&exports, &task_id).exists()
+        published(exports, &task_id).exists()
     });
     assert!(
-        !prepared(&exports, &task_id).exists(),
+        !prepared(exports, &task_id).exists(),
         "{label}: published once"
     );
     let client = client_of(&serve);
@@ -160,59 +167,24 @@ fn cancelled_means_no_effect(label: &str, store: &str, folder: &Path) {
             .is_some_and(|text| text.contains(&format!("export-{task_id}"))),
         "{label}: {result}"
     );
+    (serve, client)
+}
 
-    // Aimed cancels: learn how long an export takes, then cancel at 90–110 % of it.
-    let mut durations_ms = Vec::new();
-    for _ in 0..5 {
-        let started = Instant::now();
-        let task_id = client.export(100);
-        assert_eq!(terminal(&client, &task_id), "completed");
-        durations_ms.push(started.elapsed().as_secs_f64() * 1_000.0);
-    }
-    durations_ms.sort_by(f64::total_cmp);
-    let duration_ms = durations_ms[durations_ms.len() / 2];
+/// Aimed cancels: learn how long an export takes, then cancel at 90–110 % of it from
+/// `AIMED_CLIENTS` clients side by side; none ends cancelled with its file, and every
+/// completed one has it.
+fn aimed_cancels_leave_no_file_and_miss_no_file(
+    label: &str,
+    serve: &ServeProcess,
+    client: &ServeClient,
+    exports: &Path,
+) {
+    let duration_ms = median_export_ms(client);
     let tallies: Vec<[usize; 4]> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..AIMED_CLIENTS)
             .map(|lane| {
-                let (serve, exports) = (&serve, &exports);
                 scope.spawn(move || {
-                    let client = client_of(serve);
-                    // [cancelled, completed, cancelled with its file, completed without]
-                    let mut tally = [0usize; 4];
-                    for round in (lane..AIMED_ROUNDS).step_by(AIMED_CLIENTS) {
-                        let aim = 0.9 + 0.2 * (round as f64 / AIMED_ROUNDS as f64);
-                        let started = Instant::now();
-                        let task_id = client.export(100);
-                        let at = Duration::from_secs_f64(duration_ms * aim / 1_000.0);
-                        std::thread::sleep(at.saturating_sub(started.elapsed()));
-                        // Refused (`-32602`) when the completion won: that is the other side.
-                        client.answer("tasks/cancel", json!({ "taskId": task_id }));
-                        match terminal(&client, &task_id).as_str() {
-                            "cancelled" => {
-                                tally[0] += 1;
-                                eventually("a cancelled export's prepared file discarded", || {
-                                    !prepared(exports, &task_id).exists()
-                                });
-                                if published(exports, &task_id).exists() {
-                                    tally[2] += 1;
-                                }
-                            }
-                            "completed" => {
-                                tally[1] += 1;
-                                let deadline = Instant::now() + Duration::from_secs(2);
-                                while !published(exports, &task_id).exists()
-                                    && Instant::now() < deadline
-                                {
-                                    std::thread::sleep(Duration::from_millis(5));
-                                }
-                                if !published(exports, &task_id).exists() {
-                                    tally[3] += 1;
-                                }
-                            }
-                            other => panic!("{label}: {task_id} ended {other}"),
-                        }
-                    }
-                    tally
+                    aim_cancels_in_one_lane(label, serve, exports, lane, duration_ms)
                 })
             })
             .collect();
@@ -239,6 +211,64 @@ fn cancelled_means_no_effect(label: &str, store: &str, folder: &Path) {
         total[0] > 0 && total[1] > 0,
         "{label}: the aim must land on both sides of the completion"
     );
+}
+
+/// The median time of 5 exports of 100 ms, start to completed, in ms.
+fn median_export_ms(client: &ServeClient) -> f64 {
+    let mut durations_ms = Vec::new();
+    for _ in 0..5 {
+        let started = Instant::now();
+        let task_id = client.export(100);
+        assert_eq!(terminal(client, &task_id), "completed");
+        durations_ms.push(started.elapsed().as_secs_f64() * 1_000.0);
+    }
+    durations_ms.sort_by(f64::total_cmp);
+    durations_ms[durations_ms.len() / 2]
+}
+
+/// One client's share of the aimed rounds, on its own session: its tally of
+/// [cancelled, completed, cancelled with its file, completed without].
+fn aim_cancels_in_one_lane(
+    label: &str,
+    serve: &ServeProcess,
+    exports: &Path,
+    lane: usize,
+    duration_ms: f64,
+) -> [usize; 4] {
+    let client = client_of(serve);
+    let mut tally = [0usize; 4];
+    for round in (lane..AIMED_ROUNDS).step_by(AIMED_CLIENTS) {
+        let aim = 0.9 + 0.2 * (round as f64 / AIMED_ROUNDS as f64);
+        let started = Instant::now();
+        let task_id = client.export(100);
+        let at = Duration::from_secs_f64(duration_ms * aim / 1_000.0);
+        std::thread::sleep(at.saturating_sub(started.elapsed()));
+        // Refused (`-32602`) when the completion won: that is the other side.
+        client.answer("tasks/cancel", json!({ "taskId": task_id }));
+        match terminal(&client, &task_id).as_str() {
+            "cancelled" => {
+                tally[0] += 1;
+                eventually("a cancelled export's prepared file discarded", || {
+                    !prepared(exports, &task_id).exists()
+                });
+                if published(exports, &task_id).exists() {
+                    tally[2] += 1;
+                }
+            }
+            "completed" => {
+                tally[1] += 1;
+                let deadline = Instant::now() + Duration::from_secs(2);
+                while !published(exports, &task_id).exists() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                if !published(exports, &task_id).exists() {
+                    tally[3] += 1;
+                }
+            }
+            other => panic!("{label}: {task_id} ended {other}"),
+        }
+    }
+    tally
 }
 
 #[test]

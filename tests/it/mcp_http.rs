@@ -95,143 +95,8 @@ fn hostile_http_gets_clear_statuses_and_changes_nothing() {
         snapshot(&address, BOB, &bob),
     );
 
-    let ping = json!({ "jsonrpc": "2.0", "id": 9, "method": "ping" }).to_string();
-    let json_headers = |extra: &[(&'static str, &'static str)]| {
-        let mut headers = vec![
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-        ];
-        headers.extend_from_slice(extra);
-        headers
-    };
-    let alice_bearer = format!("Bearer {ALICE}");
-    let with_alice: Vec<(&str, &str)> = vec![
-        ("Content-Type", "application/json"),
-        ("Authorization", alice_bearer.as_str()),
-        ("Mcp-Session-Id", alice.as_str()),
-    ];
-    // (what, method, headers, body, expected status, expected JSON-RPC code)
-    let huge = vec![b' '; 200 * 1024];
-    type Case<'a> = (
-        &'a str,
-        &'a str,
-        Vec<(&'a str, &'a str)>,
-        Vec<u8>,
-        u16,
-        Option<i64>,
-    );
-    let mut cases: Vec<Case> = vec![
-        (
-            "no token",
-            "POST",
-            json_headers(&[]),
-            ping.clone().into_bytes(),
-            401,
-            Some(-32600),
-        ),
-        (
-            "unknown token",
-            "POST",
-            json_headers(&[("Authorization", "Bearer guess-guess")]),
-            ping.clone().into_bytes(),
-            401,
-            Some(-32600),
-        ),
-        (
-            "foreign origin",
-            "POST",
-            json_headers(&[("Origin", "https://evil.example")]),
-            ping.clone().into_bytes(),
-            403,
-            Some(-32600),
-        ),
-    ];
-    let alice_with = |extra: &[(&'static str, &'static str)]| {
-        let mut headers = with_alice.clone();
-        headers.extend_from_slice(extra);
-        headers
-    };
-    cases.push((
-        "wrong content type",
-        "POST",
-        {
-            let mut h = alice_with(&[]);
-            h[0] = ("Content-Type", "text/plain");
-            h
-        },
-        ping.clone().into_bytes(),
-        415,
-        Some(-32600),
-    ));
-    cases.push((
-        "huge body",
-        "POST",
-        alice_with(&[]),
-        huge,
-        413,
-        Some(-32600),
-    ));
-    cases.push((
-        "malformed JSON",
-        "POST",
-        alice_with(&[]),
-        b"{\"jsonrpc\": \"2.0\",".to_vec(),
-        400,
-        Some(-32700),
-    ));
-    cases.push((
-        "a batch",
-        "POST",
-        alice_with(&[]),
-        format!("[{ping}]").into_bytes(),
-        400,
-        Some(-32600),
-    ));
-    cases.push((
-        "GET without Accept: text/event-stream",
-        "GET",
-        alice_with(&[]),
-        Vec::new(),
-        406,
-        Some(-32600),
-    ));
-    for (what, method, headers, body, status, code) in &cases {
-        let reply = request(&address, method, "/mcp", headers, body).expect("answered");
-        assert_eq!(reply.status, *status, "{what}: {}", reply.body);
-        if let Some(code) = code {
-            assert_eq!(
-                reply.json()["error"]["code"],
-                *code,
-                "{what}: {}",
-                reply.body
-            );
-        }
-    }
-    // Sessions: none, unknown, another caller's.
-    let reply = rpc(
-        &address,
-        ALICE,
-        None,
-        &json!({ "jsonrpc": "2.0", "id": 1, "method": "ping" }),
-    )
-    .unwrap();
-    assert_eq!(reply.status, 400, "{}", reply.body);
-    let reply = rpc(
-        &address,
-        ALICE,
-        Some("0123456789abcdef0123456789abcdef"),
-        &json!({ "jsonrpc": "2.0", "id": 1, "method": "ping" }),
-    )
-    .unwrap();
-    assert_eq!(reply.status, 404, "{}", reply.body);
-    let reply = rpc(
-        &address,
-        ALICE,
-        Some(&bob),
-        &json!({ "jsonrpc": "2.0", "id": 1, "method": "tasks/list" }),
-    )
-    .unwrap();
-    assert_eq!(reply.status, 403, "{}", reply.body);
+    bad_requests_get_clear_statuses(&address, &alice);
+    sessions_must_exist_and_be_the_callers(&address, &bob);
     // A notification is accepted without a body.
     let reply = rpc(
         &address,
@@ -241,32 +106,7 @@ fn hostile_http_gets_clear_statuses_and_changes_nothing() {
     )
     .unwrap();
     assert_eq!(reply.status, 202);
-    // Bob's task through Alice's session: the same answer as a made-up id, every time.
-    let made_up = call(
-        &address,
-        ALICE,
-        &alice,
-        "tasks/get",
-        json!({ "taskId": "f".repeat(32) }),
-    );
-    for _ in 0..300 {
-        let theirs = call(
-            &address,
-            ALICE,
-            &alice,
-            "tasks/get",
-            json!({ "taskId": bobs }),
-        );
-        assert_eq!(theirs["error"], made_up["error"]);
-    }
-    let cancel = call(
-        &address,
-        ALICE,
-        &alice,
-        "tasks/cancel",
-        json!({ "taskId": bobs }),
-    );
-    assert_eq!(cancel["error"], made_up["error"]);
+    anothers_task_looks_made_up(&address, &alice, &bobs);
     // Nothing changed; still up.
     assert_eq!(
         (
@@ -279,17 +119,220 @@ fn hostile_http_gets_clear_statuses_and_changes_nothing() {
         call(&address, ALICE, &alice, "ping", json!({}))["result"],
         json!({})
     );
-    // A loopback origin is fine.
+    a_loopback_origin_is_fine(&address, &alice);
+    let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// (what, method, headers, body, expected status, expected JSON-RPC code)
+type Case<'a> = (
+    &'a str,
+    &'a str,
+    Vec<(&'a str, &'a str)>,
+    Vec<u8>,
+    u16,
+    Option<i64>,
+);
+
+fn ping_body() -> String {
+    json!({ "jsonrpc": "2.0", "id": 9, "method": "ping" }).to_string()
+}
+
+/// JSON headers without a token or session, plus `extra`.
+fn json_headers<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    headers.extend_from_slice(extra);
+    headers
+}
+
+/// Alice's headers on her `session` (`bearer` is her Authorization value), plus `extra`.
+fn alice_with<'a>(
+    bearer: &'a str,
+    session: &'a str,
+    extra: &[(&'a str, &'a str)],
+) -> Vec<(&'a str, &'a str)> {
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Authorization", bearer),
+        ("Mcp-Session-Id", session),
+    ];
+    headers.extend_from_slice(extra);
+    headers
+}
+
+fn bad_requests_get_clear_statuses(address: &str, alice: &str) {
+    let ping = ping_body();
+    let alice_bearer = format!("Bearer {ALICE}");
+    let mut cases = cases_refused_before_any_session(&ping);
+    cases.extend(cases_refused_on_alices_session(&ping, &alice_bearer, alice));
+    for (what, method, headers, body, status, code) in &cases {
+        let reply = request(address, method, "/mcp", headers, body).expect("answered");
+        assert_eq!(reply.status, *status, "{what}: {}", reply.body);
+        if let Some(code) = code {
+            assert_eq!(
+                reply.json()["error"]["code"],
+                *code,
+                "{what}: {}",
+                reply.body
+            );
+        }
+    }
+}
+
+fn cases_refused_before_any_session<'a>(ping: &str) -> Vec<Case<'a>> {
+    vec![
+        (
+            "no token",
+            "POST",
+            json_headers(&[]),
+            ping.to_owned().into_bytes(),
+            401,
+            Some(-32600),
+        ),
+        (
+            "unknown token",
+            "POST",
+            json_headers(&[("Authorization", "Bearer guess-guess")]),
+            ping.to_owned().into_bytes(),
+            401,
+            Some(-32600),
+        ),
+        (
+            "foreign origin",
+            "POST",
+            json_headers(&[("Origin", "https://evil.example")]),
+            ping.to_owned().into_bytes(),
+            403,
+            Some(-32600),
+        ),
+    ]
+}
+
+fn cases_refused_on_alices_session<'a>(
+    ping: &str,
+    bearer: &'a str,
+    session: &'a str,
+) -> Vec<Case<'a>> {
+    let huge = vec![b' '; 200 * 1024];
+    vec![
+        (
+            "wrong content type",
+            "POST",
+            {
+                let mut h = alice_with(bearer, session, &[]);
+                h[0] = ("Content-Type", "text/plain");
+                h
+            },
+            ping.to_owned().into_bytes(),
+            415,
+            Some(-32600),
+        ),
+        (
+            "huge body",
+            "POST",
+            alice_with(bearer, session, &[]),
+            huge,
+            413,
+            Some(-32600),
+        ),
+        (
+            "malformed JSON",
+            "POST",
+            alice_with(bearer, session, &[]),
+            b"{\"jsonrpc\": \"2.0\",".to_vec(),
+            400,
+            Some(-32700),
+        ),
+        (
+            "a batch",
+            "POST",
+            alice_with(bearer, session, &[]),
+            format!("[{ping}]").into_bytes(),
+            400,
+            Some(-32600),
+        ),
+        (
+            "GET without Accept: text/event-stream",
+            "GET",
+            alice_with(bearer, session, &[]),
+            Vec::new(),
+            406,
+            Some(-32600),
+        ),
+    ]
+}
+
+/// Sessions: none, unknown, another caller's.
+fn sessions_must_exist_and_be_the_callers(address: &str, bob: &str) {
+    let reply = rpc(
+        address,
+        ALICE,
+        None,
+        &json!({ "jsonrpc": "2.0", "id": 1, "method": "ping" }),
+    )
+    .unwrap();
+    assert_eq!(reply.status, 400, "{}", reply.body);
+    let reply = rpc(
+        address,
+        ALICE,
+        Some("0123456789abcdef0123456789abcdef"),
+        &json!({ "jsonrpc": "2.0", "id": 1, "method": "ping" }),
+    )
+    .unwrap();
+    assert_eq!(reply.status, 404, "{}", reply.body);
+    let reply = rpc(
+        address,
+        ALICE,
+        Some(bob),
+        &json!({ "jsonrpc": "2.0", "id": 1, "method": "tasks/list" }),
+    )
+    .unwrap();
+    assert_eq!(reply.status, 403, "{}", reply.body);
+}
+
+/// Bob's task through Alice's session: the same answer as a made-up id, every time.
+fn anothers_task_looks_made_up(address: &str, alice: &str, bobs: &str) {
+    let made_up = call(
+        address,
+        ALICE,
+        alice,
+        "tasks/get",
+        json!({ "taskId": "f".repeat(32) }),
+    );
+    for _ in 0..300 {
+        let theirs = call(
+            address,
+            ALICE,
+            alice,
+            "tasks/get",
+            json!({ "taskId": bobs }),
+        );
+        assert_eq!(theirs["error"], made_up["error"]);
+    }
+    let cancel = call(
+        address,
+        ALICE,
+        alice,
+        "tasks/cancel",
+        json!({ "taskId": bobs }),
+    );
+    assert_eq!(cancel["error"], made_up["error"]);
+}
+
+fn a_loopback_origin_is_fine(address: &str, alice: &str) {
+    let ping = ping_body();
+    let alice_bearer = format!("Bearer {ALICE}");
     let reply = request(
-        &address,
+        address,
         "POST",
         "/mcp",
-        &alice_with(&[("Origin", "http://localhost:5173")]),
+        &alice_with(&alice_bearer, alice, &[("Origin", "http://localhost:5173")]),
         ping.as_bytes(),
     )
     .unwrap();
     assert_eq!(reply.status, 200, "{}", reply.body);
-    let _ = std::fs::remove_dir_all(&scratch);
 }
 
 #[test]
@@ -516,27 +559,29 @@ fn input_required_is_asked_on_the_result_stream_and_answered_by_a_post() {
     let address = start(exports.clone());
     let alice = initialize_with(&address, ALICE, json!({ "elicitation": {} })).unwrap();
     let bob = initialize_with(&address, BOB, json!({ "elicitation": {} })).unwrap();
-    let related = "io.modelcontextprotocol/related-task";
 
-    // Accepted.
-    let task_id = create_confirmed_export(&address, &alice, "kept");
-    let waiting = wait_status(&address, ALICE, &alice, &task_id, "input_required");
+    an_accepted_answer_completes_on_the_same_stream(&address, &alice, &bob, &exports);
+    a_declined_answer_fails_the_task(&address, &alice, &exports);
+    a_dropped_stream_forgets_its_question(&address, &alice);
+    a_client_without_elicitation_is_not_asked(&address, &exports);
+    let _ = std::fs::remove_dir_all(&scratch);
+}
+
+fn an_accepted_answer_completes_on_the_same_stream(
+    address: &str,
+    alice: &str,
+    bob: &str,
+    exports: &std::path::Path,
+) {
+    let related = "io.modelcontextprotocol/related-task";
+    let task_id = create_confirmed_export(address, alice, "kept");
+    let waiting = wait_status(address, ALICE, alice, &task_id, "input_required");
     assert!(waiting["statusMessage"].is_string(), "{waiting}");
-    // Another tenant's tasks/result: the task does not exist for it, and nothing is asked.
-    let mut theirs = EventStream::post(
-        &address,
-        BOB,
-        &bob,
-        &json!({ "jsonrpc": "2.0", "id": 30, "method": "tasks/result", "params": { "taskId": task_id } }),
-    )
-    .unwrap();
-    let (refused, asked) = final_answer(&mut theirs);
-    assert_eq!(asked, 0, "bob is never asked alice's question");
-    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    another_tenant_is_neither_asked_nor_shown(address, bob, &task_id);
     let mut stream = EventStream::post(
-        &address,
+        address,
         ALICE,
-        &alice,
+        alice,
         &json!({ "jsonrpc": "2.0", "id": 20, "method": "tasks/result", "params": { "taskId": task_id } }),
     )
     .unwrap();
@@ -552,33 +597,12 @@ fn input_required_is_asked_on_the_result_stream_and_answered_by_a_post() {
         "boolean"
     );
     let accept = json!({ "action": "accept", "content": { "confirm": true } });
-    // Responses nobody on that session asked for: accepted by the transport, ignored.
-    respond(
-        &address,
-        ALICE,
-        &alice,
-        json!({ "jsonrpc": "2.0", "id": "tasklatch-ask-nobody", "result": accept }),
-    );
-    respond(
-        &address,
-        BOB,
-        &bob,
-        json!({ "jsonrpc": "2.0", "id": ask["id"], "result": accept }),
-    );
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let still = call(
-        &address,
-        ALICE,
-        &alice,
-        "tasks/get",
-        json!({ "taskId": task_id }),
-    );
-    assert_eq!(still["result"]["status"], "input_required", "{still}");
+    unasked_responses_are_ignored(address, alice, bob, &task_id, &ask, &accept);
     // The owner's answer: the same stream ends with the completed result.
     respond(
-        &address,
+        address,
         ALICE,
-        &alice,
+        alice,
         json!({ "jsonrpc": "2.0", "id": ask["id"], "result": accept }),
     );
     let (answer, asked) = final_answer(&mut stream);
@@ -591,29 +615,77 @@ fn input_required_is_asked_on_the_result_stream_and_answered_by_a_post() {
     );
     assert!(exports.join(format!("{task_id}.json")).is_file());
     let done = call(
-        &address,
+        address,
         ALICE,
-        &alice,
+        alice,
         "tasks/get",
         json!({ "taskId": task_id }),
     );
     assert_eq!(done["result"]["status"], "completed", "{done}");
+}
 
-    // Declined by a JSON-RPC error response: an isError result, no file.
-    let declined = create_confirmed_export(&address, &alice, "dropped");
-    wait_status(&address, ALICE, &alice, &declined, "input_required");
-    let mut stream = EventStream::post(
-        &address,
+/// Another tenant's tasks/result: the task does not exist for it, and nothing is asked.
+fn another_tenant_is_neither_asked_nor_shown(address: &str, bob: &str, task_id: &str) {
+    let mut theirs = EventStream::post(
+        address,
+        BOB,
+        bob,
+        &json!({ "jsonrpc": "2.0", "id": 30, "method": "tasks/result", "params": { "taskId": task_id } }),
+    )
+    .unwrap();
+    let (refused, asked) = final_answer(&mut theirs);
+    assert_eq!(asked, 0, "bob is never asked alice's question");
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+}
+
+/// Responses nobody on that session asked for: accepted by the transport, ignored.
+fn unasked_responses_are_ignored(
+    address: &str,
+    alice: &str,
+    bob: &str,
+    task_id: &str,
+    ask: &Value,
+    accept: &Value,
+) {
+    respond(
+        address,
         ALICE,
-        &alice,
+        alice,
+        json!({ "jsonrpc": "2.0", "id": "tasklatch-ask-nobody", "result": accept }),
+    );
+    respond(
+        address,
+        BOB,
+        bob,
+        json!({ "jsonrpc": "2.0", "id": ask["id"], "result": accept }),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let still = call(
+        address,
+        ALICE,
+        alice,
+        "tasks/get",
+        json!({ "taskId": task_id }),
+    );
+    assert_eq!(still["result"]["status"], "input_required", "{still}");
+}
+
+/// Declined by a JSON-RPC error response: an isError result, no file.
+fn a_declined_answer_fails_the_task(address: &str, alice: &str, exports: &std::path::Path) {
+    let declined = create_confirmed_export(address, alice, "dropped");
+    wait_status(address, ALICE, alice, &declined, "input_required");
+    let mut stream = EventStream::post(
+        address,
+        ALICE,
+        alice,
         &json!({ "jsonrpc": "2.0", "id": 21, "method": "tasks/result", "params": { "taskId": declined } }),
     )
     .unwrap();
     let ask = next_question(&mut stream);
     respond(
-        &address,
+        address,
         ALICE,
-        &alice,
+        alice,
         json!({ "jsonrpc": "2.0", "id": ask["id"], "error": { "code": -32603, "message": "closed" } }),
     );
     let (answer, _) = final_answer(&mut stream);
@@ -624,57 +696,62 @@ fn input_required_is_asked_on_the_result_stream_and_answered_by_a_post() {
     );
     assert!(!exports.join(format!("{declined}.json")).exists());
     let failed = call(
-        &address,
+        address,
         ALICE,
-        &alice,
+        alice,
         "tasks/get",
         json!({ "taskId": declined }),
     );
     assert_eq!(failed["result"]["status"], "failed", "{failed}");
+}
 
-    // A stream whose client goes away forgets its question: the old id answers nothing,
-    // and the next tasks/result asks again under a new id.
-    let reasked = create_confirmed_export(&address, &alice, "reasked");
-    wait_status(&address, ALICE, &alice, &reasked, "input_required");
+/// A stream whose client goes away forgets its question: the old id answers nothing, and
+/// the next tasks/result asks again under a new id.
+fn a_dropped_stream_forgets_its_question(address: &str, alice: &str) {
+    let accept = json!({ "action": "accept", "content": { "confirm": true } });
+    let reasked = create_confirmed_export(address, alice, "reasked");
+    wait_status(address, ALICE, alice, &reasked, "input_required");
     let result_of = |id: u64| json!({ "jsonrpc": "2.0", "id": id, "method": "tasks/result", "params": { "taskId": reasked } });
-    let mut stream = EventStream::post(&address, ALICE, &alice, &result_of(23)).unwrap();
+    let mut stream = EventStream::post(address, ALICE, alice, &result_of(23)).unwrap();
     let first = next_question(&mut stream);
     drop(stream);
     std::thread::sleep(std::time::Duration::from_millis(500));
     respond(
-        &address,
+        address,
         ALICE,
-        &alice,
+        alice,
         json!({ "jsonrpc": "2.0", "id": first["id"], "result": accept }),
     );
     std::thread::sleep(std::time::Duration::from_millis(300));
     let still = call(
-        &address,
+        address,
         ALICE,
-        &alice,
+        alice,
         "tasks/get",
         json!({ "taskId": reasked }),
     );
     assert_eq!(still["result"]["status"], "input_required", "{still}");
-    let mut stream = EventStream::post(&address, ALICE, &alice, &result_of(24)).unwrap();
+    let mut stream = EventStream::post(address, ALICE, alice, &result_of(24)).unwrap();
     let second = next_question(&mut stream);
     assert_ne!(second["id"], first["id"]);
     respond(
-        &address,
+        address,
         ALICE,
-        &alice,
+        alice,
         json!({ "jsonrpc": "2.0", "id": second["id"], "result": accept }),
     );
     let (answer, _) = final_answer(&mut stream);
     assert_eq!(answer["result"]["isError"], false, "{answer}");
+}
 
-    // A client that did not declare elicitation is not asked: its task waits until
-    // cancelled, and the blocked call then ends without a question.
-    let plain = initialize(&address, ALICE).unwrap();
-    let unasked = create_confirmed_export(&address, &plain, "unasked");
-    wait_status(&address, ALICE, &plain, &unasked, "input_required");
+/// A client that did not declare elicitation is not asked: its task waits until cancelled,
+/// and the blocked call then ends without a question.
+fn a_client_without_elicitation_is_not_asked(address: &str, exports: &std::path::Path) {
+    let plain = initialize(address, ALICE).unwrap();
+    let unasked = create_confirmed_export(address, &plain, "unasked");
+    wait_status(address, ALICE, &plain, &unasked, "input_required");
     let mut stream = EventStream::post(
-        &address,
+        address,
         ALICE,
         &plain,
         &json!({ "jsonrpc": "2.0", "id": 22, "method": "tasks/result", "params": { "taskId": unasked } }),
@@ -682,7 +759,7 @@ fn input_required_is_asked_on_the_result_stream_and_answered_by_a_post() {
     .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
     let cancelled = call(
-        &address,
+        address,
         ALICE,
         &plain,
         "tasks/cancel",
@@ -693,5 +770,4 @@ fn input_required_is_asked_on_the_result_stream_and_answered_by_a_post() {
     assert_eq!(asked, 0, "a client without elicitation is never asked");
     assert_eq!(answer["error"]["code"], -32603, "{answer}");
     assert!(!exports.join(format!("{unasked}.json")).exists());
-    let _ = std::fs::remove_dir_all(&scratch);
 }

@@ -382,8 +382,42 @@ fn the_new_surface_refuses_hostile_requests_clearly() {
     let id = created["taskId"].as_str().expect("a task").to_owned();
     let before = store.read(&id).unwrap().unwrap();
 
-    let code_of = |(status, error): (u16, Value)| (status, error["code"].as_i64().unwrap_or(0));
-    // Routing headers must say what the body says.
+    routing_headers_must_say_what_the_body_says(&alice, &id);
+    the_envelope_is_required_in_a_served_version(&address, &alice);
+    capabilities_are_declared_per_request(&undeclared, &id);
+    legacy_removed_and_bad_requests_get_this_eras_answers(&alice, &id);
+    // No sessions, no GET stream in this era; unauthenticated callers are refused here.
+    let get = request(
+        &address,
+        "GET",
+        "/mcp",
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Accept", "text/event-stream"),
+        ],
+        b"",
+    )
+    .unwrap();
+    assert_eq!(get.status, 405);
+    let reply = anonymous.send("tools/list", json!({}), &[]);
+    assert_eq!(reply.status, 401, "{}", reply.body);
+
+    assert_eq!(
+        store.read(&id).unwrap().unwrap(),
+        before,
+        "no refused request changed the task"
+    );
+    let ack = alice.ok("tasks/cancel", json!({ "taskId": id }));
+    assert_eq!(ack["resultType"], "complete");
+    assert_eq!(alice.wait_for(&id, terminal)["status"], "cancelled");
+}
+
+/// A refusal's HTTP status and JSON-RPC code.
+fn code_of((status, error): (u16, Value)) -> (u16, i64) {
+    (status, error["code"].as_i64().unwrap_or(0))
+}
+
+fn routing_headers_must_say_what_the_body_says(alice: &Modern<'_>, id: &str) {
     assert_eq!(
         code_of(alice.refused(
             "tools/call",
@@ -412,9 +446,11 @@ fn the_new_surface_refuses_hostile_requests_clearly() {
         code_of(alice.refused("tools/list", json!({}), &[("Mcp-Method", "TOOLS/LIST")])),
         (400, -32020)
     );
-    // The envelope is required, and its version must be one this server serves.
+}
+
+fn the_envelope_is_required_in_a_served_version(address: &str, alice: &Modern<'_>) {
     let reply = request(
-        &address,
+        address,
         "POST",
         "/mcp",
         &[
@@ -444,7 +480,10 @@ fn the_new_surface_refuses_hostile_requests_clearly() {
         (400, Some(-32020)),
         "header and _meta disagree: {error}"
     );
-    // Capabilities are per request: undeclared, tasks/* and required tools are -32021.
+}
+
+/// Undeclared tasks/* and required tools are -32021; optional tools run synchronously.
+fn capabilities_are_declared_per_request(undeclared: &Modern<'_>, id: &str) {
     for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
         let (status, error) =
             undeclared.refused(method, json!({ "taskId": id, "inputResponses": {} }), &[]);
@@ -472,6 +511,9 @@ fn the_new_surface_refuses_hostile_requests_clearly() {
         sync["resultType"], "complete",
         "optional tools run synchronously: {sync}"
     );
+}
+
+fn legacy_removed_and_bad_requests_get_this_eras_answers(alice: &Modern<'_>, id: &str) {
     // A legacy `task` param never makes a synchronous tool a task.
     let greeted = alice.ok(
         "tools/call",
@@ -492,30 +534,6 @@ fn the_new_surface_refuses_hostile_requests_clearly() {
         json!({ "name": "slow_compute", "arguments": { "seconds": "soon" } }),
     );
     assert_eq!(bad["isError"], true, "{bad}");
-    // No sessions, no GET stream in this era; unauthenticated callers are refused here.
-    let get = request(
-        &address,
-        "GET",
-        "/mcp",
-        &[
-            ("MCP-Protocol-Version", "2026-07-28"),
-            ("Accept", "text/event-stream"),
-        ],
-        b"",
-    )
-    .unwrap();
-    assert_eq!(get.status, 405);
-    let reply = anonymous.send("tools/list", json!({}), &[]);
-    assert_eq!(reply.status, 401, "{}", reply.body);
-
-    assert_eq!(
-        store.read(&id).unwrap().unwrap(),
-        before,
-        "no refused request changed the task"
-    );
-    let ack = alice.ok("tasks/cancel", json!({ "taskId": id }));
-    assert_eq!(ack["resultType"], "complete");
-    assert_eq!(alice.wait_for(&id, terminal)["status"], "cancelled");
 }
 
 #[test]

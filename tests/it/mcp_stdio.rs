@@ -231,7 +231,22 @@ async fn stdio_asks_the_requestor_during_tasks_result_and_takes_its_response() {
         .await;
     assert_eq!(initialized["result"]["protocolVersion"], "2025-11-25");
 
-    // Accepted: the question arrives on the blocked tasks/result's stream, once.
+    an_accepted_question_is_asked_once_and_exports(&mut peer, &exports).await;
+    a_declined_question_fails_the_task(&mut peer, &exports).await;
+
+    peer.write.shutdown().await.expect("shut down");
+    tokio::time::timeout(std::time::Duration::from_secs(10), served)
+        .await
+        .expect("the transport ends at end of input")
+        .expect("joined");
+    let _ = std::fs::remove_dir_all(&exports);
+}
+
+/// Accepted: the question arrives on the blocked tasks/result's stream, once.
+async fn an_accepted_question_is_asked_once_and_exports(
+    peer: &mut Peer,
+    exports: &std::path::Path,
+) {
     let created = peer
         .call(
             2,
@@ -288,8 +303,10 @@ async fn stdio_asks_the_requestor_during_tasks_result_and_takes_its_response() {
     // The same response again: nobody waits for it any more.
     peer.send(json!({ "jsonrpc": "2.0", "id": ask["id"], "result": { "action": "decline" } }))
         .await;
+}
 
-    // Declined (a JSON-RPC error response counts as a decline): no file, an isError result.
+/// Declined (a JSON-RPC error response counts as a decline): no file, an isError result.
+async fn a_declined_question_fails_the_task(peer: &mut Peer, exports: &std::path::Path) {
     let created = peer
         .call(
             4,
@@ -325,13 +342,6 @@ async fn stdio_asks_the_requestor_during_tasks_result_and_takes_its_response() {
     assert_eq!(failed["result"]["status"], "failed", "{failed}");
     assert!(!exports.join(format!("{declined_id}.json")).exists());
     assert_eq!(peer.stashed_requests(), 0, "asked once: {:?}", peer.stash);
-
-    peer.write.shutdown().await.expect("shut down");
-    tokio::time::timeout(std::time::Duration::from_secs(10), served)
-        .await
-        .expect("the transport ends at end of input")
-        .expect("joined");
-    let _ = std::fs::remove_dir_all(&exports);
 }
 
 /// A `tasks/result` blocked on a task that goes on ends with its client: once stdin ends

@@ -27,6 +27,57 @@ fn envelope(params: Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_eras_on_one_stdio_connection() {
+    let (_runtime, served, mut client) = serve_with_conformance_tools();
+    let (modern_id, legacy_id) = one_task_in_each_era(&mut client).await;
+    a_listen_streams_only_its_eras_task(&mut client, &modern_id, &legacy_id).await;
+    each_task_answers_in_its_eras_shapes(&mut client, &modern_id, &legacy_id).await;
+    client.write.shutdown().await.expect("end of input");
+    tokio::time::timeout(std::time::Duration::from_secs(10), served)
+        .await
+        .expect("the end of input ends the session")
+        .expect("served");
+}
+
+/// The client end of the stdio connection.
+struct Client {
+    lines: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+    write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+}
+
+impl Client {
+    async fn send(&mut self, message: Value) {
+        self.write
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .expect("written");
+    }
+
+    /// Reads lines until the answer to `id` (notifications met on the way are returned too).
+    async fn next(&mut self, id: i64) -> (Value, Vec<Value>) {
+        let mut seen = Vec::new();
+        loop {
+            let line =
+                tokio::time::timeout(std::time::Duration::from_secs(10), self.lines.next_line())
+                    .await
+                    .expect("an answer within 10 s")
+                    .expect("readable")
+                    .expect("a line");
+            let message: Value = serde_json::from_str(&line).expect("one JSON message per line");
+            if message["id"] == id && message.get("method").is_none() {
+                return (message, seen);
+            }
+            seen.push(message);
+        }
+    }
+}
+
+/// A server with the conformance tools and its runtime, served over an in-memory pipe;
+/// the runtime, the serving task and the client's end.
+fn serve_with_conformance_tools() -> (
+    Arc<tasklatch::runtime::Runtime>,
+    tokio::task::JoinHandle<()>,
+    Client,
+) {
     let exports =
         std::env::temp_dir().join(format!("tasklatch-stdio-modern-{}", std::process::id()));
     let store = Arc::new(MemoryStore::open(&StoreOptions::default()).expect("store"));
@@ -59,59 +110,54 @@ async fn both_eras_on_one_stdio_connection() {
         BufReader::new(server_read),
         server_write,
     ));
-    let (client_read, mut client_write) = tokio::io::split(client);
-    let mut lines = BufReader::new(client_read).lines();
-    let mut send = async |message: Value| {
-        client_write
-            .write_all(format!("{message}\n").as_bytes())
-            .await
-            .expect("written");
+    let (client_read, client_write) = tokio::io::split(client);
+    let client = Client {
+        lines: BufReader::new(client_read).lines(),
+        write: client_write,
     };
-    // Reads lines until the answer to `id` (notifications met on the way are returned too).
-    let mut next = async |id: i64| -> (Value, Vec<Value>) {
-        let mut seen = Vec::new();
-        loop {
-            let line = tokio::time::timeout(std::time::Duration::from_secs(10), lines.next_line())
-                .await
-                .expect("an answer within 10 s")
-                .expect("readable")
-                .expect("a line");
-            let message: Value = serde_json::from_str(&line).expect("one JSON message per line");
-            if message["id"] == id && message.get("method").is_none() {
-                return (message, seen);
-            }
-            seen.push(message);
-        }
-    };
+    (runtime, served, client)
+}
 
+/// Creates a task in each era; returns the 2026-07-28 id and the 2025-11-25 id.
+async fn one_task_in_each_era(client: &mut Client) -> (String, String) {
     // 2026-07-28: server-directed creation, flat result.
-    send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+    client
+        .send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
                 "params": envelope(json!({"name":"failing_job","arguments":{}}))}))
-    .await;
-    let (created, _) = next(1).await;
+        .await;
+    let (created, _) = client.next(1).await;
     assert_eq!(created["result"]["resultType"], "task", "{created}");
     let modern_id = created["result"]["taskId"]
         .as_str()
         .expect("taskId")
         .to_owned();
     // 2025-11-25 on the same connection: the `task` param, the nested result.
-    send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+    client
+        .send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
                 "params":{"name":"failing_job","arguments":{},"task":{}}}))
-    .await;
-    let (legacy, _) = next(2).await;
+        .await;
+    let (legacy, _) = client.next(2).await;
     let legacy_id = legacy["result"]["task"]["taskId"]
         .as_str()
         .expect("nested task")
         .to_owned();
     assert!(legacy["result"].get("resultType").is_none(), "{legacy}");
+    (modern_id, legacy_id)
+}
 
-    // A listen on stdout: acknowledged, then notifications, then its answer.
-    send(
-        json!({"jsonrpc":"2.0","id":3,"method":"subscriptions/listen",
+/// A listen on stdout: acknowledged, then notifications, then its answer.
+async fn a_listen_streams_only_its_eras_task(
+    client: &mut Client,
+    modern_id: &str,
+    legacy_id: &str,
+) {
+    client
+        .send(
+            json!({"jsonrpc":"2.0","id":3,"method":"subscriptions/listen",
                 "params": envelope(json!({"notifications":{"taskIds":[modern_id, legacy_id]}}))}),
-    )
-    .await;
-    let (closing, notices) = next(3).await;
+        )
+        .await;
+    let (closing, notices) = client.next(3).await;
     assert_eq!(closing["result"]["resultType"], "complete", "{closing}");
     assert_eq!(
         notices[0]["method"],
@@ -132,10 +178,15 @@ async fn both_eras_on_one_stdio_connection() {
         "a tool error completes a 2026-07-28 task: {last}"
     );
     assert_eq!(last["params"]["result"]["isError"], true);
+}
 
-    // Each task in its own era's shapes.
-    send(json!({"jsonrpc":"2.0","id":4,"method":"tasks/get","params": envelope(json!({"taskId": modern_id}))})).await;
-    let (got, _) = next(4).await;
+async fn each_task_answers_in_its_eras_shapes(
+    client: &mut Client,
+    modern_id: &str,
+    legacy_id: &str,
+) {
+    client.send(json!({"jsonrpc":"2.0","id":4,"method":"tasks/get","params": envelope(json!({"taskId": modern_id}))})).await;
+    let (got, _) = client.next(4).await;
     assert_eq!(
         (
             got["result"]["status"].as_str(),
@@ -144,23 +195,23 @@ async fn both_eras_on_one_stdio_connection() {
         (Some("completed"), Some("complete")),
         "{got}"
     );
-    send(json!({"jsonrpc":"2.0","id":5,"method":"tasks/result","params":{"taskId": legacy_id}}))
+    client
+        .send(
+            json!({"jsonrpc":"2.0","id":5,"method":"tasks/result","params":{"taskId": legacy_id}}),
+        )
         .await;
-    let (result, _) = next(5).await;
+    let (result, _) = client.next(5).await;
     assert_eq!(result["result"]["isError"], true, "{result}");
-    send(json!({"jsonrpc":"2.0","id":6,"method":"tasks/get","params":{"taskId": legacy_id}})).await;
-    let (legacy_done, _) = next(6).await;
+    client
+        .send(json!({"jsonrpc":"2.0","id":6,"method":"tasks/get","params":{"taskId": legacy_id}}))
+        .await;
+    let (legacy_done, _) = client.next(6).await;
     assert_eq!(
         legacy_done["result"]["status"], "failed",
         "a tool error fails a 2025-11-25 task: {legacy_done}"
     );
     // A 2026-07-28 request does not see the 2025-11-25 task.
-    send(json!({"jsonrpc":"2.0","id":7,"method":"tasks/get","params": envelope(json!({"taskId": legacy_id}))})).await;
-    let (hidden, _) = next(7).await;
+    client.send(json!({"jsonrpc":"2.0","id":7,"method":"tasks/get","params": envelope(json!({"taskId": legacy_id}))})).await;
+    let (hidden, _) = client.next(7).await;
     assert_eq!(hidden["error"]["code"], -32602, "{hidden}");
-    client_write.shutdown().await.expect("end of input");
-    tokio::time::timeout(std::time::Duration::from_secs(10), served)
-        .await
-        .expect("the end of input ends the session")
-        .expect("served");
 }

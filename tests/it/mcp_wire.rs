@@ -133,9 +133,20 @@ async fn wait_status(server: &Server, who: &Session, task_id: &str, status: &str
 async fn a_task_runs_its_lifecycle_in_the_exact_shapes() {
     let World { server, .. } = &world("lifecycle");
     let a = alice();
+    initialize_and_tools_list_show_task_support(server, &a).await;
+    let task_id = a_created_task_blocks_its_result_then_completes(server, &a).await;
+    let (archive_id, slow) = terminal_tasks_answer_in_their_shapes(server, &a, &task_id).await;
+    synchronous_calls_answer_directly(server, &a).await;
+    let seen = every_listed_task(server, &a).await;
+    let mut expected = vec![task_id, archive_id, slow];
+    expected.sort();
+    assert_eq!(seen, expected);
+}
+
+async fn initialize_and_tools_list_show_task_support(server: &Server, a: &Session) {
     let init = rpc(
         server,
-        &a,
+        a,
         "initialize",
         json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }),
     )
@@ -146,7 +157,7 @@ async fn a_task_runs_its_lifecycle_in_the_exact_shapes() {
         init["capabilities"]["tasks"],
         json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } })
     );
-    let tools = rpc(server, &a, "tools/list", json!({})).await;
+    let tools = rpc(server, a, "tools/list", json!({})).await;
     let support: Vec<(String, String)> = result(&tools)["tools"]
         .as_array()
         .expect("tools")
@@ -171,11 +182,17 @@ async fn a_task_runs_its_lifecycle_in_the_exact_shapes() {
         ]
         .map(|(a, b)| (a.to_owned(), b.to_owned()))
     );
+}
 
+/// Creates an export task and follows it to completion; its id.
+async fn a_created_task_blocks_its_result_then_completes(
+    server: &Arc<Server>,
+    a: &Session,
+) -> String {
     // Created: nested under `task`, working, ttl as asked, both timestamps equal.
     let created = rpc(
         server,
-        &a,
+        a,
         "tools/call",
         json!({ "name": "export", "arguments": { "name": "q3", "delay_ms": 200 }, "task": { "ttl": 60_000 } }),
     )
@@ -202,7 +219,7 @@ async fn a_task_runs_its_lifecycle_in_the_exact_shapes() {
     // The TypeScript client repeats `task` on follow-ups: tolerated.
     let polled = rpc(
         server,
-        &a,
+        a,
         "tasks/get",
         json!({ "taskId": task_id, "task": { "ttl": 30_000 } }),
     )
@@ -221,7 +238,7 @@ async fn a_task_runs_its_lifecycle_in_the_exact_shapes() {
         payload["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
         task_id.as_str()
     );
-    let done = wait_status(server, &a, &task_id, "completed").await;
+    let done = wait_status(server, a, &task_id, "completed").await;
     assert!(
         done["_meta"]
             .get("io.modelcontextprotocol/related-task")
@@ -232,9 +249,18 @@ async fn a_task_runs_its_lifecycle_in_the_exact_shapes() {
         done["_meta"]["dev.tasklatch/version"], 2,
         "created, then completed"
     );
+    task_id
+}
 
+/// A completed task refuses a cancel, a failed one and a cancelled one answer
+/// `tasks/result` as documented; the ids of the failed and the cancelled task.
+async fn terminal_tasks_answer_in_their_shapes(
+    server: &Server,
+    a: &Session,
+    task_id: &str,
+) -> (String, String) {
     // Cancelling a terminal task is refused with its status named.
-    let again = rpc(server, &a, "tasks/cancel", json!({ "taskId": task_id })).await;
+    let again = rpc(server, a, "tasks/cancel", json!({ "taskId": task_id })).await;
     assert_eq!(
         error(&again),
         (
@@ -246,7 +272,7 @@ async fn a_task_runs_its_lifecycle_in_the_exact_shapes() {
     // A failing tool: the task ends failed, tasks/result returns the isError result.
     let archive = rpc(
         server,
-        &a,
+        a,
         "tools/call",
         json!({ "name": "archive", "arguments": { "items": ["poison"] }, "task": {} }),
     )
@@ -255,23 +281,26 @@ async fn a_task_runs_its_lifecycle_in_the_exact_shapes() {
         .as_str()
         .unwrap()
         .to_owned();
-    let failed = wait_status(server, &a, &archive_id, "failed").await;
+    let failed = wait_status(server, a, &archive_id, "failed").await;
     assert!(failed["statusMessage"].is_string());
-    let payload = rpc(server, &a, "tasks/result", json!({ "taskId": archive_id })).await;
+    let payload = rpc(server, a, "tasks/result", json!({ "taskId": archive_id })).await;
     assert_eq!(result(&payload)["isError"], true);
 
     // A cancel: answered with the task already cancelled; its result is a documented error.
-    let slow = create(server, &a, json!({ "name": "slow", "delay_ms": 5_000 })).await;
-    let cancelled = rpc(server, &a, "tasks/cancel", json!({ "taskId": slow })).await;
+    let slow = create(server, a, json!({ "name": "slow", "delay_ms": 5_000 })).await;
+    let cancelled = rpc(server, a, "tasks/cancel", json!({ "taskId": slow })).await;
     assert_eq!(result(&cancelled)["status"], "cancelled");
-    let payload = rpc(server, &a, "tasks/result", json!({ "taskId": slow })).await;
+    let payload = rpc(server, a, "tasks/result", json!({ "taskId": slow })).await;
     assert_eq!(error(&payload).0, -32603);
     assert_eq!(payload["error"]["data"]["status"], "cancelled");
+    (archive_id, slow)
+}
 
-    // Synchronous calls: an optional tool without a task, a forbidden one.
+/// Synchronous calls: an optional tool without a task, a forbidden one.
+async fn synchronous_calls_answer_directly(server: &Server, a: &Session) {
     let echo = rpc(
         server,
-        &a,
+        a,
         "tools/call",
         json!({ "name": "echo", "arguments": { "text": "hi" } }),
     )
@@ -279,7 +308,7 @@ async fn a_task_runs_its_lifecycle_in_the_exact_shapes() {
     assert_eq!(result(&echo)["content"][0]["text"], "hi");
     let sync_export = rpc(
         server,
-        &a,
+        a,
         "tools/call",
         json!({ "name": "export", "arguments": { "name": "now", "delay_ms": 0 } }),
     )
@@ -288,14 +317,16 @@ async fn a_task_runs_its_lifecycle_in_the_exact_shapes() {
     // Only a task can ask its requestor: a synchronous export that would ask says so.
     let sync_confirm = rpc(
         server,
-        &a,
+        a,
         "tools/call",
         json!({ "name": "export", "arguments": { "name": "now", "delay_ms": 0, "confirm": true } }),
     )
     .await;
     assert_eq!(result(&sync_confirm)["isError"], true, "{sync_confirm}");
+}
 
-    // Listing pages through every task of the caller (page size 2 here).
+/// Pages through every task of the caller (page size 2 here); their ids, sorted.
+async fn every_listed_task(server: &Server, a: &Session) -> Vec<String> {
     let mut seen = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..10 {
@@ -303,7 +334,7 @@ async fn a_task_runs_its_lifecycle_in_the_exact_shapes() {
             Some(cursor) => json!({ "cursor": cursor }),
             None => json!({}),
         };
-        let page = rpc(server, &a, "tasks/list", params).await;
+        let page = rpc(server, a, "tasks/list", params).await;
         let page = result(&page);
         for task in page["tasks"].as_array().unwrap() {
             seen.push(task["taskId"].as_str().unwrap().to_owned());
@@ -314,9 +345,7 @@ async fn a_task_runs_its_lifecycle_in_the_exact_shapes() {
         }
     }
     seen.sort();
-    let mut expected = vec![task_id.clone(), archive_id.clone(), slow.clone()];
-    expected.sort();
-    assert_eq!(seen, expected);
+    seen
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -434,6 +463,20 @@ async fn hostile_input_gets_clear_errors_and_changes_nothing() {
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let before = snapshot(server).await;
 
+    malformed_requests_get_clear_errors(server, &a, &bobs_cursor).await;
+    anothers_task_looks_made_up(server, &a, &bobs, &bobs_slow).await;
+    a_poll_flood_is_refused_then_limited(server, &bobs).await;
+    // Nothing changed, and the server still answers.
+    assert_eq!(snapshot(server).await, before);
+    let ping = rpc(server, &a, "ping", json!({})).await;
+    assert_eq!(result(&ping), &json!({}));
+    // Bob's slow task is still his and still working.
+    let still = rpc(server, &b, "tasks/get", json!({ "taskId": bobs_slow })).await;
+    assert_eq!(result(&still)["status"], "working");
+}
+
+/// Each malformed or ill-typed request: its JSON-RPC error code, in a 2.0 envelope.
+async fn malformed_requests_get_clear_errors(server: &Server, a: &Session, bobs_cursor: &str) {
     let long_name = "x".repeat(129);
     let cases: Vec<(&str, String, i64)> = vec![
         ("malformed JSON", "{\"jsonrpc\": \"2.0\", \"id\": 1,".into(), -32700),
@@ -462,18 +505,20 @@ async fn hostile_input_gets_clear_errors_and_changes_nothing() {
         ("bad idempotency key", json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "export", "arguments": {"name": "x"}, "task": {}, "_meta": {"dev.tasklatch/idempotency-key": 7}}}).to_string(), -32602),
     ];
     for (name, text, expected) in &cases {
-        let answer = send_text(server, &a, text).await;
+        let answer = send_text(server, a, text).await;
         assert_eq!(error(&answer).0, *expected, "{name}: {answer}");
         assert_eq!(answer["jsonrpc"], "2.0", "{name}");
     }
+}
 
-    // Another tenant's task and a made-up id: the same answer, byte for byte.
+/// Another tenant's task and a made-up id: the same answer, byte for byte.
+async fn anothers_task_looks_made_up(server: &Server, a: &Session, bobs: &str, bobs_slow: &str) {
     for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
-        for target in [&bobs, &bobs_slow] {
-            let theirs = rpc(server, &a, method, json!({ "taskId": target })).await;
+        for target in [bobs, bobs_slow] {
+            let theirs = rpc(server, a, method, json!({ "taskId": target })).await;
             let made_up = rpc(
                 server,
-                &a,
+                a,
                 method,
                 json!({ "taskId": "0123456789abcdef0123456789abcdef" }),
             )
@@ -486,14 +531,17 @@ async fn hostile_input_gets_clear_errors_and_changes_nothing() {
             assert_eq!(error(&theirs).0, -32602, "{method}");
         }
     }
-    // A flood of polls for ids that are not the caller's, from a third caller: every one
-    // refused — not found while its poll budget lasts, then rate-limited — and the server
-    // still up, with everyone else's budget untouched (the snapshot below polls as them).
+}
+
+/// A flood of polls for ids that are not the caller's, from a third caller: every one
+/// refused — not found while its poll budget lasts, then rate-limited — and the server
+/// still up, with everyone else's budget untouched (the snapshot after it polls as them).
+async fn a_poll_flood_is_refused_then_limited(server: &Server, bobs: &str) {
     let mallory = session("m", "tenant-c/mallory", Negotiated::FULL);
     let (mut not_found, mut limited) = (0, 0);
     for n in 0..2_000u32 {
         let id = if n % 2 == 0 {
-            bobs.clone()
+            bobs.to_owned()
         } else {
             format!("{n:032x}")
         };
@@ -508,13 +556,6 @@ async fn hostile_input_gets_clear_errors_and_changes_nothing() {
         not_found >= 1_000 && limited > 0,
         "{not_found} not found, {limited} limited"
     );
-    // Nothing changed, and the server still answers.
-    assert_eq!(snapshot(server).await, before);
-    let ping = rpc(server, &a, "ping", json!({})).await;
-    assert_eq!(result(&ping), &json!({}));
-    // Bob's slow task is still his and still working.
-    let still = rpc(server, &b, "tasks/get", json!({ "taskId": bobs_slow })).await;
-    assert_eq!(result(&still)["status"], "working");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -100,27 +100,7 @@ async fn runtime_carries_every_task_to_one_terminal_status() {
         Arc::new(SqliteStore::open(&options, &StoreOptions::default()).unwrap());
     let env = Arc::new(TokioEnv);
     let now = env.now_ms();
-    let mut normal = Vec::new();
-    let mut cancelled = Vec::new();
-    let mut expired = Vec::new();
-    for n in 0..60 {
-        match n % 12 {
-            0 => expired.push(create(&*store, n, Some(1), now.saturating_sub(10))),
-            1 => {
-                let id = create(&*store, n, None, now);
-                let owner = store.read(&id).unwrap().unwrap().auth_key;
-                assert_eq!(
-                    store
-                        .cancel(Negotiated::FULL, &owner, &id, now)
-                        .unwrap()
-                        .decision,
-                    Decision::ApplyCancel
-                );
-                cancelled.push(id);
-            }
-            _ => normal.push(create(&*store, n, Some(600_000), now)),
-        }
-    }
+    let (normal, cancelled, expired) = create_normal_cancelled_and_expired(&*store, now);
     let export = Arc::new(Export::default());
     let runtime = Arc::new(Runtime::new(
         store.clone(),
@@ -138,6 +118,64 @@ async fn runtime_carries_every_task_to_one_terminal_status() {
         },
     ));
     runtime.start(3);
+    every_normal_task_ends(&*store, &normal).await;
+    // Let the sweeper and dispatcher retire what is left, then stop.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    runtime.shut_down();
+
+    let sink = export.sink.lock().unwrap();
+    check_every_task(&*store, &sink, &normal, &cancelled, &expired);
+    let counters = &runtime.counters;
+    let applied = counters
+        .completions_applied
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(applied as usize, normal.len());
+    println!(
+        "runtime: {} tasks completed, {} cancelled, {} expired and swept; {} published, {} effects run",
+        normal.len(),
+        cancelled.len(),
+        expired.len(),
+        counters
+            .published
+            .load(std::sync::atomic::Ordering::Relaxed),
+        counters
+            .effects_run
+            .load(std::sync::atomic::Ordering::Relaxed),
+    );
+}
+
+/// 60 tasks, every twelfth created already expired and the one after it cancelled before
+/// any dispatch: (normal, cancelled, expired) ids.
+fn create_normal_cancelled_and_expired(
+    store: &dyn TaskStore,
+    now: u64,
+) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let mut normal = Vec::new();
+    let mut cancelled = Vec::new();
+    let mut expired = Vec::new();
+    for n in 0..60 {
+        match n % 12 {
+            0 => expired.push(create(store, n, Some(1), now.saturating_sub(10))),
+            1 => {
+                let id = create(store, n, None, now);
+                let owner = store.read(&id).unwrap().unwrap().auth_key;
+                assert_eq!(
+                    store
+                        .cancel(Negotiated::FULL, &owner, &id, now)
+                        .unwrap()
+                        .decision,
+                    Decision::ApplyCancel
+                );
+                cancelled.push(id);
+            }
+            _ => normal.push(create(store, n, Some(600_000), now)),
+        }
+    }
+    (normal, cancelled, expired)
+}
+
+/// Waits up to 30 s for every one of `normal` to reach a terminal status.
+async fn every_normal_task_ends(store: &dyn TaskStore, normal: &[String]) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         let done = normal.iter().all(|id| {
@@ -155,12 +193,19 @@ async fn runtime_carries_every_task_to_one_terminal_status() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    // Let the sweeper and dispatcher retire what is left, then stop.
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    runtime.shut_down();
+}
 
-    let sink = export.sink.lock().unwrap();
-    for id in &normal {
+/// Each completed once with one effect its result names (and the tool's message when it
+/// left one); the cancelled stay cancelled and never ran; the expired never ran and were
+/// swept.
+fn check_every_task(
+    store: &dyn TaskStore,
+    sink: &BTreeMap<String, Vec<String>>,
+    normal: &[String],
+    cancelled: &[String],
+    expired: &[String],
+) {
+    for id in normal {
         let task = store.read(id).unwrap().unwrap();
         assert_eq!(
             (task.status, task.version),
@@ -185,7 +230,7 @@ async fn runtime_carries_every_task_to_one_terminal_status() {
             "{id}: the tool's message is kept"
         );
     }
-    for id in &cancelled {
+    for id in cancelled {
         let task = store.read(id).unwrap().unwrap();
         assert_eq!(task.status, TaskStatus::Cancelled, "{id} stays cancelled");
         assert!(
@@ -193,27 +238,10 @@ async fn runtime_carries_every_task_to_one_terminal_status() {
             "{id}: a task cancelled before dispatch never runs"
         );
     }
-    for id in &expired {
+    for id in expired {
         assert!(!sink.contains_key(id), "{id}: expired work never runs");
         assert_eq!(store.read(id).unwrap(), None, "{id} swept");
     }
-    let counters = &runtime.counters;
-    let applied = counters
-        .completions_applied
-        .load(std::sync::atomic::Ordering::Relaxed);
-    assert_eq!(applied as usize, normal.len());
-    println!(
-        "runtime: {} tasks completed, {} cancelled, {} expired and swept; {} published, {} effects run",
-        normal.len(),
-        cancelled.len(),
-        expired.len(),
-        counters
-            .published
-            .load(std::sync::atomic::Ordering::Relaxed),
-        counters
-            .effects_run
-            .load(std::sync::atomic::Ordering::Relaxed),
-    );
 }
 
 /// The dispatcher claims no more outbox entries than the queue has room for: with room

@@ -232,28 +232,10 @@ fn percentile(samples: &[Duration], p: f64) -> f64 {
 #[test]
 fn abandoned_waits_leave_nothing_behind_and_do_not_slow_other_callers() {
     let scratch = support::Scratch::new("serve-flood");
-    let store = format!("sqlite:{}", scratch.join("tasks.db").display());
     let binary = std::env::var("TASKLATCH_FLOOD_BIN")
         .ok()
         .filter(|binary| !binary.is_empty());
-    let serve = match &binary {
-        Some(binary) => ServeProcess::start(
-            binary,
-            &store,
-            &scratch.join("exports"),
-            &scratch.path,
-            &[FLOODER, OTHER],
-            &[],
-        ),
-        None => ServeProcess::start(
-            support::TASKLATCH,
-            &store,
-            &scratch.join("exports"),
-            &scratch.path,
-            &[FLOODER, OTHER],
-            &[],
-        ),
-    };
+    let serve = start_server(&scratch, binary.as_deref());
     let pid = serve.pid();
     let ticks_per_s = ticks_per_s();
     let flooder = ServeClient::of(&serve.address, FLOODER.0);
@@ -264,14 +246,73 @@ fn abandoned_waits_leave_nothing_behind_and_do_not_slow_other_callers() {
     let idle_share = cpu_share(pid, Duration::from_secs(1), ticks_per_s);
     let (_, rss_start_kb) = usage(pid);
     let fd_baseline = descriptors(pid);
+    let held_share = held_waits_share(&serve.address, &flooder, &long, pid, ticks_per_s);
 
-    // Held, not abandoned: waits that sleep until their task's write cost nothing while
-    // they wait (each re-reads the store only every 5 s as a safety net).
+    let flooding = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let poller = spawn_other_caller(&serve.address, other, &others, &flooding, &done);
+    let (rounds, flood_shares) = flood_rounds(
+        &serve.address,
+        &flooder.session,
+        &long,
+        pid,
+        fd_baseline,
+        ticks_per_s,
+        &flooding,
+    );
+    let flood_ended = Instant::now();
+    // The other caller stops with the flood: the idle share was measured with nobody
+    // polling, and its 200 polls a second would otherwise be counted as flood left-overs.
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (mut quiet, mut flooded) = poller.join().expect("the other caller");
+    let (settled_after, shares) = back_to_idle(pid, flood_ended, idle_share, ticks_per_s);
+    quiet.sort();
+    flooded.sort();
+    let (_, rss_end_kb) = usage(pid);
+    report_and_check(Figures {
+        binary,
+        idle_share,
+        held_share,
+        flood_shares,
+        refused: rounds.refused,
+        fd_settle_max: rounds.settle_max,
+        settled_after,
+        shares,
+        rss_start_kb,
+        rss_peak_kb: rounds.rss_peak_kb.max(rss_start_kb),
+        rss_end_kb,
+        quiet,
+        flooded,
+    });
+}
+
+fn start_server(scratch: &support::Scratch, binary: Option<&str>) -> ServeProcess {
+    let store = format!("sqlite:{}", scratch.join("tasks.db").display());
+    ServeProcess::start(
+        binary.unwrap_or(support::TASKLATCH),
+        &store,
+        &scratch.join("exports"),
+        &scratch.path,
+        &[FLOODER, OTHER],
+        &[],
+    )
+}
+
+/// The server's CPU share while `HELD` blocking calls on `long` are held open (not
+/// abandoned): waits that sleep until their task's write cost nothing while they wait
+/// (each re-reads the store only every 5 s as a safety net).
+fn held_waits_share(
+    address: &str,
+    flooder: &ServeClient,
+    long: &str,
+    pid: u32,
+    ticks_per_s: f64,
+) -> f64 {
     let message = json!({ "jsonrpc": "2.0", "id": 1, "method": "tasks/result", "params": { "taskId": long } });
     let held: Vec<TcpStream> = (0..HELD)
         .map(|_| {
             http_client::post_and_hold(
-                &serve.address,
+                address,
                 FLOODER.0,
                 &[
                     ("Accept", "application/json"),
@@ -285,15 +326,22 @@ fn abandoned_waits_leave_nothing_behind_and_do_not_slow_other_callers() {
     std::thread::sleep(Duration::from_millis(500));
     let held_share = cpu_share(pid, Duration::from_secs(2), ticks_per_s);
     drop(held);
+    held_share
+}
 
-    // The other caller polls its own task every 5 ms throughout, on its own thread; each
-    // sample is tagged with whether a flood round was running.
-    let flooding = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let poller = std::thread::spawn({
+/// The other caller polls its own task every 5 ms until `done`, on its own thread; each
+/// sample is tagged with whether a flood round was running: (unflooded, flooded).
+fn spawn_other_caller(
+    address: &str,
+    other: ServeClient,
+    others: &str,
+    flooding: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+    done: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<(Vec<Duration>, Vec<Duration>)> {
+    std::thread::spawn({
         let (flooding, done) = (flooding.clone(), done.clone());
         // Its own keep-alive connection, as a real client's pool keeps one.
-        let mut connection = http_client::KeepAlive::connect(&serve.address).expect("connect");
+        let mut connection = http_client::KeepAlive::connect(address).expect("connect");
         let poll = json!({ "jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": { "taskId": others } });
         move || {
             let mut samples: (Vec<Duration>, Vec<Duration>) = (Vec::new(), Vec::new());
@@ -321,18 +369,30 @@ fn abandoned_waits_leave_nothing_behind_and_do_not_slow_other_callers() {
             }
             samples
         }
-    });
+    })
+}
 
+/// Runs the `ROUNDS` flooded rounds, each after a quiet one, with `flooding` set while it
+/// runs: what they saw together (the peak RSS from 0), and the server's CPU share in each.
+fn flood_rounds(
+    address: &str,
+    session: &str,
+    long: &str,
+    pid: u32,
+    fd_baseline: usize,
+    ticks_per_s: f64,
+    flooding: &std::sync::atomic::AtomicBool,
+) -> (Round, Vec<f64>) {
     let mut refused = 0;
     let mut fd_settle_max = Duration::ZERO;
-    let mut rss_peak_kb = rss_start_kb;
+    let mut rss_peak_kb = 0;
     let mut flood_shares = Vec::new();
     for _ in 0..ROUNDS {
         std::thread::sleep(QUIET_ROUND);
         flooding.store(true, std::sync::atomic::Ordering::SeqCst);
         let (ticks_before, _) = usage(pid);
         let round_started = Instant::now();
-        let round = flood_round(&serve.address, &flooder.session, &long, pid, fd_baseline);
+        let round = flood_round(address, session, long, pid, fd_baseline);
         flood_shares.push(
             (usage(pid).0 - ticks_before) as f64
                 / ticks_per_s
@@ -343,12 +403,22 @@ fn abandoned_waits_leave_nothing_behind_and_do_not_slow_other_callers() {
         fd_settle_max = fd_settle_max.max(round.settle_max);
         rss_peak_kb = rss_peak_kb.max(round.rss_peak_kb);
     }
-    let flood_ended = Instant::now();
-    // The other caller stops with the flood: the idle share was measured with nobody
-    // polling, and its 200 polls a second would otherwise be counted as flood left-overs.
-    done.store(true, std::sync::atomic::Ordering::SeqCst);
-    let (mut quiet, mut flooded) = poller.join().expect("the other caller");
-    // Back to idle: the first 250-ms window whose share is within 5 % of a core of idle.
+    let rounds = Round {
+        refused,
+        settle_max: fd_settle_max,
+        rss_peak_kb,
+    };
+    (rounds, flood_shares)
+}
+
+/// The server's CPU share in 250-ms windows for 3 s after `flood_ended`, and how soon
+/// after it the first window came within 5 % of a core of `idle_share`.
+fn back_to_idle(
+    pid: u32,
+    flood_ended: Instant,
+    idle_share: f64,
+    ticks_per_s: f64,
+) -> (Option<Duration>, Vec<f64>) {
     let mut settled_after = None;
     let mut shares = Vec::new();
     while flood_ended.elapsed() < Duration::from_secs(3) {
@@ -358,9 +428,43 @@ fn abandoned_waits_leave_nothing_behind_and_do_not_slow_other_callers() {
             settled_after = Some(flood_ended.elapsed());
         }
     }
-    quiet.sort();
-    flooded.sort();
-    let (_, rss_end_kb) = usage(pid);
+    (settled_after, shares)
+}
+
+/// Everything the flood test measured; latencies sorted.
+struct Figures {
+    binary: Option<String>,
+    idle_share: f64,
+    held_share: f64,
+    flood_shares: Vec<f64>,
+    refused: usize,
+    fd_settle_max: Duration,
+    settled_after: Option<Duration>,
+    shares: Vec<f64>,
+    rss_start_kb: u64,
+    rss_peak_kb: u64,
+    rss_end_kb: u64,
+    quiet: Vec<Duration>,
+    flooded: Vec<Duration>,
+}
+
+/// Prints the figures, then checks them.
+fn report_and_check(figures: Figures) {
+    let Figures {
+        binary,
+        idle_share,
+        held_share,
+        flood_shares,
+        refused,
+        fd_settle_max,
+        settled_after,
+        shares,
+        rss_start_kb,
+        rss_peak_kb,
+        rss_end_kb,
+        quiet,
+        flooded,
+    } = figures;
     let calls = ROUNDS * WAVES_PER_ROUND * WAVE;
     let (quiet_p50, quiet_p99) = (percentile(&quiet, 0.5), percentile(&quiet, 0.99));
     let (flooded_p50, flooded_p99) = (percentile(&flooded, 0.5), percentile(&flooded, 0.99));

@@ -29,6 +29,9 @@ const BOB: (&str, &str) = ("token-bob-scale01", "tenant-b/bob");
 const TASKS_PER_CALLER: usize = 24;
 const LEASE_MS: u64 = 1_500;
 
+/// A created task: its caller's index in `[ALICE, BOB]`, the caller, the task id.
+type Created = (usize, (&'static str, &'static str), String);
+
 fn start(store: &str, exports: &Path, folder: &Path, extra: &[&str]) -> ServeProcess {
     let lease_ms = LEASE_MS.to_string();
     let mut args = vec!["--workers", "2", "--lease-ms", &lease_ms];
@@ -114,8 +117,31 @@ fn three_instances_on_one_postgresql_survive_a_kill_mid_export() {
         &["--hold-at", "after-prepare:60000"],
     );
     let c = start(&store, &exports, &scratch.path, &[]);
+    sessions_are_per_instance(&a, &c);
+    let addresses = [a.address.clone(), b.address.clone(), c.address.clone()];
+    let mut created = create_round_robin(&addresses);
+    kill_b_mid_export(b, &exports);
+    let b = start(&store, &exports, &scratch.path, &[]);
+    let addresses = [a.address.clone(), b.address.clone(), c.address.clone()];
+    every_task_completes_through_any_instance(&created, &addresses);
+    let (late, woken) = a_blocked_call_is_woken_from_another_instance(&a, &c);
+    created.push((0, ALICE, late));
+    one_export_file_per_task(&exports, &created);
+    tenants_stay_apart_on_every_instance(&created, &addresses);
+    serve_process::report(
+        "scale-out",
+        &format!(
+            "scale-out: 3 instances on one PostgreSQL, {} tasks from 2 callers, instance B SIGKILLed \
+         holding a prepared export and restarted: every task completed once, one file each; a \
+         call blocked on C for a task created on A answered after {woken:?}",
+            created.len()
+        ),
+    );
+    drop((a, b, c));
+}
 
-    // Sessions are per instance, and the refusal says so.
+/// Sessions are per instance, and the refusal says so.
+fn sessions_are_per_instance(a: &ServeProcess, c: &ServeProcess) {
     let alice_on_a = ServeClient::of(&a.address, ALICE.0);
     let foreign = http_client::rpc(
         &c.address,
@@ -130,10 +156,11 @@ fn three_instances_on_one_postgresql_survive_a_kill_mid_export() {
         "{}",
         foreign.body
     );
+}
 
-    // Both callers create tasks round-robin over the three instances.
-    let mut created: Vec<(usize, (&str, &str), String)> = Vec::new();
-    let addresses = [a.address.clone(), b.address.clone(), c.address.clone()];
+/// Both callers create tasks round-robin over the three instances.
+fn create_round_robin(addresses: &[String; 3]) -> Vec<Created> {
+    let mut created: Vec<Created> = Vec::new();
     for (who, caller) in [ALICE, BOB].into_iter().enumerate() {
         let clients: Vec<ServeClient> = addresses
             .iter()
@@ -144,6 +171,12 @@ fn three_instances_on_one_postgresql_survive_a_kill_mid_export() {
             created.push((who, caller, task_id));
         }
     }
+    created
+}
+
+/// Waits for a worker of B to hold a prepared export, kills B there, and checks the
+/// export was left prepared.
+fn kill_b_mid_export(b: ServeProcess, exports: &Path) {
     let held = b
         .line(Duration::from_secs(30), |line| {
             line.starts_with("hold after-prepare ")
@@ -151,15 +184,15 @@ fn three_instances_on_one_postgresql_survive_a_kill_mid_export() {
         .expect("a worker of B holds a prepared export");
     let held_task = held.rsplit(' ').next().expect("task id").to_owned();
     b.kill();
-    let (_, prepared) = export_files(&exports);
+    let (_, prepared) = export_files(exports);
     assert!(
         prepared.contains(&format!(".{held_task}.json.tmp")),
         "B was killed mid-export: {prepared:?}"
     );
-    let b = start(&store, &exports, &scratch.path, &[]);
-    let addresses = [a.address.clone(), b.address.clone(), c.address.clone()];
+}
 
-    // Every task completes, read through any instance.
+/// Every task completes, read through any instance.
+fn every_task_completes_through_any_instance(created: &[Created], addresses: &[String; 3]) {
     let deadline = Instant::now() + Duration::from_secs(90);
     for (n, (_, caller, task_id)) in created.iter().enumerate() {
         let client = ServeClient::of(&addresses[(n + 1) % 3], caller.0);
@@ -167,8 +200,14 @@ fn three_instances_on_one_postgresql_survive_a_kill_mid_export() {
         let status = client.terminal_within(task_id, Duration::from_millis(100), left);
         assert_eq!(status, "completed", "{task_id}");
     }
-    // Once the backlog is done: a call blocked on one instance, for a task another
-    // instance's worker may run.
+}
+
+/// Once the backlog is done: a call blocked on one instance, for a task another
+/// instance's worker may run. The task's id, and how long the call was blocked.
+fn a_blocked_call_is_woken_from_another_instance(
+    a: &ServeProcess,
+    c: &ServeProcess,
+) -> (String, Duration) {
     let alice_on_c = ServeClient::of(&c.address, ALICE.0);
     let late = ServeClient::of(&a.address, ALICE.0).export(300);
     let started = Instant::now();
@@ -177,13 +216,15 @@ fn three_instances_on_one_postgresql_survive_a_kill_mid_export() {
     assert!(result["content"].is_array(), "{result}");
     // The safety re-read is 5 s away: a wake from whichever instance completed it.
     assert!(woken < Duration::from_secs(4), "answered after {woken:?}");
-    created.push((0, ALICE, late));
+    (late, woken)
+}
 
-    // Exactly one export file per task, nothing left prepared (the held one published
-    // once after its redelivery).
+/// Exactly one export file per task, nothing left prepared (the held one published
+/// once after its redelivery).
+fn one_export_file_per_task(exports: &Path, created: &[Created]) {
     let deadline = Instant::now() + Duration::from_secs(10);
     let (published, prepared) = loop {
-        let (published, prepared) = export_files(&exports);
+        let (published, prepared) = export_files(exports);
         if prepared.is_empty() || Instant::now() > deadline {
             break (published, prepared);
         }
@@ -200,8 +241,10 @@ fn three_instances_on_one_postgresql_survive_a_kill_mid_export() {
         "one file per task, no more"
     );
     assert_eq!(published.into_iter().collect::<BTreeSet<_>>(), expected);
+}
 
-    // Tenants stay apart on every instance; each lists exactly its own, wherever it asks.
+/// Tenants stay apart on every instance; each lists exactly its own, wherever it asks.
+fn tenants_stay_apart_on_every_instance(created: &[Created], addresses: &[String; 3]) {
     for (who, caller) in [ALICE, BOB].into_iter().enumerate() {
         let own: BTreeSet<String> = created
             .iter()
@@ -213,21 +256,11 @@ fn three_instances_on_one_postgresql_survive_a_kill_mid_export() {
             .find(|(owner, _, _)| *owner != who)
             .map(|(_, _, task_id)| task_id.clone())
             .expect("another's task");
-        for address in &addresses {
+        for address in addresses {
             let client = ServeClient::of(address, caller.0);
             assert_eq!(listed(&client), own, "{} on {address}", caller.1);
             let answer: Value = client.answer("tasks/get", json!({ "taskId": theirs }));
             assert_eq!(answer["error"]["code"], -32602, "{answer}");
         }
     }
-    serve_process::report(
-        "scale-out",
-        &format!(
-            "scale-out: 3 instances on one PostgreSQL, {} tasks from 2 callers, instance B SIGKILLed \
-         holding a prepared export and restarted: every task completed once, one file each; a \
-         call blocked on C for a task created on A answered after {woken:?}",
-            created.len()
-        ),
-    );
-    drop((a, b, c));
 }

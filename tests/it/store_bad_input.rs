@@ -8,8 +8,10 @@
 use crate::support;
 
 use rusqlite::Connection;
+use tasklatch::contract::{InputMap, TaskStatus};
 use tasklatch::store::{
-    SqliteOptions, SqliteStore, StoreError, StoreOptions, StoreUrl, Synchronous, open_store,
+    SqliteOptions, SqliteStore, StoreError, StoreOptions, StoreUrl, Synchronous, TaskStore,
+    TransitionCommand, open_store,
 };
 
 fn create_command(task_id: &str) -> tasklatch::store::CreateCommand {
@@ -256,8 +258,7 @@ fn corrupted_rows_name_task_and_column_and_spare_the_rest() {
 
 #[test]
 fn input_requests_and_points_of_no_return_are_checked_before_anything_is_written() {
-    use tasklatch::contract::TaskStatus;
-    use tasklatch::store::{MemoryStore, TaskStore, TransitionCommand};
+    use tasklatch::store::MemoryStore;
     let scratch = support::Scratch::new("bad-input");
     let mut options = SqliteOptions::new(scratch.join("input.db"));
     options.synchronous = Synchronous::Normal;
@@ -288,96 +289,119 @@ fn input_requests_and_points_of_no_return_are_checked_before_anything_is_written
     for (name, store) in stores {
         store.create(&create_command("t")).unwrap();
         let before = store.read("t").unwrap();
-        let write = |next, input_requests| TransitionCommand {
-            irreversible_effect: None,
-            task_id: "t".into(),
-            caller: "tenant-a/alice".into(),
-            expected_version: 1,
-            next,
-            outcome: None,
-            status_message: None,
-            input_requests,
-            now_ms: 20,
-        };
-        for (what, command) in [
-            (
-                "questions on a working task",
-                write(TaskStatus::Completed, Some(asked.clone())),
-            ),
-            (
-                "an empty set of questions",
-                write(TaskStatus::InputRequired, Some(serde_json::Map::new())),
-            ),
-        ] {
-            match store.transition(&command) {
-                Err(StoreError::Invalid(reason)) => {
-                    assert!(reason.contains("input"), "{name}: {what}: {reason}")
-                }
-                other => panic!("{name}: {what} must be refused as invalid, got {other:?}"),
-            }
-        }
-        let declare = |next, effect: &str| TransitionCommand {
-            irreversible_effect: Some(effect.to_owned()),
-            outcome: tasklatch::conformance::outcome_for(next, "t"),
-            ..write(next, None)
-        };
-        let too_long = "x".repeat(tasklatch::store::IRREVERSIBLE_EFFECT_BYTES_MAX + 1);
-        for (what, command) in [
-            (
-                "a point of no return with a completion",
-                declare(TaskStatus::Completed, "POST /x"),
-            ),
-            (
-                "a point of no return that names nothing",
-                declare(TaskStatus::Working, ""),
-            ),
-            (
-                "a point of no return past the bound",
-                declare(TaskStatus::Working, &too_long),
-            ),
-        ] {
-            match store.transition(&command) {
-                Err(StoreError::Invalid(reason)) => {
-                    assert!(
-                        reason.contains("point of no return"),
-                        "{name}: {what}: {reason}"
-                    )
-                }
-                other => panic!("{name}: {what} must be refused as invalid, got {other:?}"),
-            }
-        }
+        check_bad_input_requests_are_refused(name, &*store, &asked);
+        check_bad_points_of_no_return_are_refused(name, &*store);
         assert_eq!(store.read("t").unwrap(), before, "{name}: nothing changed");
-        // A question already answered may not be asked again (the record would hold it
-        // both open and answered): refused, and the store goes on serving.
-        let ask = write(TaskStatus::InputRequired, Some(asked.clone()));
-        assert!(
-            store.transition(&ask).unwrap().record.is_some(),
-            "{name}: asked"
-        );
-        let answer = tasklatch::store::InputCommand {
-            task_id: "t".into(),
-            caller: "tenant-a/alice".into(),
-            responses: asked.clone(),
-            now_ms: 30,
-        };
-        let answered = store.answer_input(&answer).unwrap().record.unwrap();
-        let again = TransitionCommand {
-            expected_version: answered.version,
-            now_ms: 40,
-            ..write(TaskStatus::InputRequired, Some(asked.clone()))
-        };
-        match store.transition(&again) {
-            Err(StoreError::Invalid(reason)) => {
-                assert!(reason.contains("already answered"), "{name}: {reason}")
-            }
-            other => {
-                panic!("{name}: re-asking an answered question must be refused, got {other:?}")
-            }
-        }
-        assert_eq!(
-            store.read("t").unwrap(),
-            Some(answered),
-            "{name}: nothing changed"
-        );
+        check_an_answered_question_is_not_asked_again(name, &*store, &asked);
     }
+}
+
+/// A transition of task `t` at version 1, asking `input_requests`.
+fn write(next: TaskStatus, input_requests: Option<InputMap>) -> TransitionCommand {
+    TransitionCommand {
+        irreversible_effect: None,
+        task_id: "t".into(),
+        caller: "tenant-a/alice".into(),
+        expected_version: 1,
+        next,
+        outcome: None,
+        status_message: None,
+        input_requests,
+        now_ms: 20,
+    }
+}
+
+/// Questions on a task that is not asking, or no questions at all: refused as invalid.
+fn check_bad_input_requests_are_refused(name: &str, store: &dyn TaskStore, asked: &InputMap) {
+    for (what, command) in [
+        (
+            "questions on a working task",
+            write(TaskStatus::Completed, Some(asked.clone())),
+        ),
+        (
+            "an empty set of questions",
+            write(TaskStatus::InputRequired, Some(serde_json::Map::new())),
+        ),
+    ] {
+        match store.transition(&command) {
+            Err(StoreError::Invalid(reason)) => {
+                assert!(reason.contains("input"), "{name}: {what}: {reason}")
+            }
+            other => panic!("{name}: {what} must be refused as invalid, got {other:?}"),
+        }
+    }
+}
+
+/// Points of no return with a completion, naming nothing or past the bound: refused.
+fn check_bad_points_of_no_return_are_refused(name: &str, store: &dyn TaskStore) {
+    let declare = |next, effect: &str| TransitionCommand {
+        irreversible_effect: Some(effect.to_owned()),
+        outcome: tasklatch::conformance::outcome_for(next, "t"),
+        ..write(next, None)
+    };
+    let too_long = "x".repeat(tasklatch::store::IRREVERSIBLE_EFFECT_BYTES_MAX + 1);
+    for (what, command) in [
+        (
+            "a point of no return with a completion",
+            declare(TaskStatus::Completed, "POST /x"),
+        ),
+        (
+            "a point of no return that names nothing",
+            declare(TaskStatus::Working, ""),
+        ),
+        (
+            "a point of no return past the bound",
+            declare(TaskStatus::Working, &too_long),
+        ),
+    ] {
+        match store.transition(&command) {
+            Err(StoreError::Invalid(reason)) => {
+                assert!(
+                    reason.contains("point of no return"),
+                    "{name}: {what}: {reason}"
+                )
+            }
+            other => panic!("{name}: {what} must be refused as invalid, got {other:?}"),
+        }
+    }
+}
+
+/// Asks and answers a question on task `t`, then asks it again: refused, `t` unchanged.
+fn check_an_answered_question_is_not_asked_again(
+    name: &str,
+    store: &dyn TaskStore,
+    asked: &InputMap,
+) {
+    // A question already answered may not be asked again (the record would hold it
+    // both open and answered): refused, and the store goes on serving.
+    let ask = write(TaskStatus::InputRequired, Some(asked.clone()));
+    assert!(
+        store.transition(&ask).unwrap().record.is_some(),
+        "{name}: asked"
+    );
+    let answer = tasklatch::store::InputCommand {
+        task_id: "t".into(),
+        caller: "tenant-a/alice".into(),
+        responses: asked.clone(),
+        now_ms: 30,
+    };
+    let answered = store.answer_input(&answer).unwrap().record.unwrap();
+    let again = TransitionCommand {
+        expected_version: answered.version,
+        now_ms: 40,
+        ..write(TaskStatus::InputRequired, Some(asked.clone()))
+    };
+    match store.transition(&again) {
+        Err(StoreError::Invalid(reason)) => {
+            assert!(reason.contains("already answered"), "{name}: {reason}")
+        }
+        other => {
+            panic!("{name}: re-asking an answered question must be refused, got {other:?}")
+        }
+    }
+    assert_eq!(
+        store.read("t").unwrap(),
+        Some(answered),
+        "{name}: nothing changed"
+    );
 }

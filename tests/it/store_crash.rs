@@ -254,61 +254,107 @@ fn crash_kill_restart_recovers_every_task() {
         };
         let deadline = Instant::now()
             + Duration::from_millis(if aim == 2 { schedule.next(150) } else { 2_000 });
-        let mut last_effect: Option<String> = None;
-        loop {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            match worker.lines.recv_timeout(remaining) {
-                Ok(line) => {
-                    if let Some(task_id) = line.strip_prefix("EFFECT ") {
-                        last_effect = Some(task_id.to_owned());
-                        if aim == 0 {
-                            break;
-                        }
-                    } else if line.starts_with("DONE ") && aim == 1 {
-                        break;
-                    }
-                }
-                Err(_) => break, // deadline reached (or the worker died)
-            }
-        }
+        let last_effect = read_until_aim(&worker, aim, deadline);
         worker.child.kill().expect("SIGKILL the worker");
         worker.child.wait().expect("reap the worker");
         kills += 1;
         kills_by_aim[aim] += 1;
-        // Did this kill land between side effect and completion write? Judge by the
-        // stored facts, not by intent: the effect is committed, the task still working.
-        if let Some(task_id) = last_effect {
-            let ledger = Connection::open(&ledger_path).unwrap();
-            let has_effect: i64 = ledger
-                .query_row(
-                    "SELECT count(*) FROM effects WHERE task_id = ?1",
-                    [&task_id],
-                    |row| row.get(0),
-                )
-                .unwrap();
-            let record = store.read(&task_id).unwrap().expect("task exists");
-            if has_effect > 0 && !record.status.is_terminal() {
-                kills_in_window += 1;
-            }
+        if landed_in_window(&store, &ledger_path, last_effect) {
+            kills_in_window += 1;
         }
-        // Keep work available for the next worker.
-        let live = (0..created)
-            .filter(|n| {
-                store
-                    .read(&format!("task-{n:04}"))
-                    .unwrap()
-                    .is_some_and(|r| !r.status.is_terminal())
-            })
-            .count();
-        if live < 10 {
-            create_tasks(&store, created, 20);
-            created += 20;
+        keep_work_available(&store, &mut created);
+    }
+    drain_with_one_last_worker(&store, &store_path, &ledger_path, created);
+    let tasks_with_effects = check_every_task_completed_exactly_once(&store, &ledger_path, created);
+    let (entries, acked, redelivered, attempts_max) =
+        check_no_outbox_entry_lost(&store_path, created);
+    assert!(
+        kills_in_window * 3 >= kills,
+        "only {kills_in_window} of {kills} kills landed in the window"
+    );
+    println!(
+        "crash test: {kills} SIGKILLs ({} on an effect marker, {} after a completion write, {} at random moments; \
+         {kills_in_window} landed between effect and completion), {restarts} worker starts; {created} tasks created, \
+         {created} recovered completed exactly once, {} effects (max 1 per task), {redelivered} entries redelivered \
+         (max attempt {attempts_max}), outbox {acked}/{entries} acked, 0 lost; {:.1}s",
+        kills_by_aim[0],
+        kills_by_aim[1],
+        kills_by_aim[2],
+        tasks_with_effects,
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Reads the worker's markers until the one `aim` waits for (0: an EFFECT, 1: a DONE) or
+/// `deadline`; returns the task of the last EFFECT seen.
+fn read_until_aim(worker: &Worker, aim: usize, deadline: Instant) -> Option<String> {
+    let mut last_effect: Option<String> = None;
+    loop {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        match worker.lines.recv_timeout(remaining) {
+            Ok(line) => {
+                if let Some(task_id) = line.strip_prefix("EFFECT ") {
+                    last_effect = Some(task_id.to_owned());
+                    if aim == 0 {
+                        break;
+                    }
+                } else if line.starts_with("DONE ") && aim == 1 {
+                    break;
+                }
+            }
+            Err(_) => break, // deadline reached (or the worker died)
         }
     }
-    // Liveness: faults stop; one last worker must finish everything.
-    let mut worker = spawn_worker(&store_path, &ledger_path);
+    last_effect
+}
+
+/// Whether a kill after the EFFECT marker of `last_effect` landed between side effect and
+/// completion write.
+fn landed_in_window(store: &SqliteStore, ledger_path: &Path, last_effect: Option<String>) -> bool {
+    // Did this kill land between side effect and completion write? Judge by the
+    // stored facts, not by intent: the effect is committed, the task still working.
+    if let Some(task_id) = last_effect {
+        let ledger = Connection::open(ledger_path).unwrap();
+        let has_effect: i64 = ledger
+            .query_row(
+                "SELECT count(*) FROM effects WHERE task_id = ?1",
+                [&task_id],
+                |row| row.get(0),
+            )
+            .unwrap();
+        let record = store.read(&task_id).unwrap().expect("task exists");
+        has_effect > 0 && !record.status.is_terminal()
+    } else {
+        false
+    }
+}
+
+/// Keep work available for the next worker.
+fn keep_work_available(store: &SqliteStore, created: &mut usize) {
+    let live = (0..*created)
+        .filter(|n| {
+            store
+                .read(&format!("task-{n:04}"))
+                .unwrap()
+                .is_some_and(|r| !r.status.is_terminal())
+        })
+        .count();
+    if live < 10 {
+        create_tasks(store, *created, 20);
+        *created += 20;
+    }
+}
+
+/// Liveness: faults stop; one last worker must finish everything.
+fn drain_with_one_last_worker(
+    store: &SqliteStore,
+    store_path: &Path,
+    ledger_path: &Path,
+    created: usize,
+) {
+    let mut worker = spawn_worker(store_path, ledger_path);
     let drained_by = Instant::now() + Duration::from_secs(60);
-    let inspector = Connection::open(&store_path).unwrap();
+    let inspector = Connection::open(store_path).unwrap();
     loop {
         let done = (0..created).all(|n| {
             store
@@ -334,9 +380,17 @@ fn crash_kill_restart_recovers_every_task() {
     }
     worker.child.kill().ok();
     worker.child.wait().ok();
+}
 
+/// Every task completed once, with exactly one effect that its result names, and no
+/// effect for a task that does not exist; returns the number of tasks with effects.
+fn check_every_task_completed_exactly_once(
+    store: &SqliteStore,
+    ledger_path: &Path,
+    created: usize,
+) -> usize {
     // The checks, from the stored facts alone.
-    let ledger = Connection::open(&ledger_path).unwrap();
+    let ledger = Connection::open(ledger_path).unwrap();
     let mut statement = ledger
         .prepare("SELECT task_id, count(*), min(effect_id) FROM effects GROUP BY task_id")
         .unwrap();
@@ -377,7 +431,13 @@ fn crash_kill_restart_recovers_every_task() {
         created,
         "effects for tasks that do not exist"
     );
-    let outbox = Connection::open(&store_path).unwrap();
+    effects.len()
+}
+
+/// Every task has one outbox entry, all acked; returns (entries, acked, entries
+/// redelivered, highest attempt).
+fn check_no_outbox_entry_lost(store_path: &Path, created: usize) -> (i64, i64, i64, i64) {
+    let outbox = Connection::open(store_path).unwrap();
     let (entries, acked): (i64, i64) = outbox
         .query_row(
             "SELECT count(*), count(acked_at_ms) FROM outbox",
@@ -397,19 +457,5 @@ fn crash_kill_restart_recovers_every_task() {
         (created as i64, created as i64),
         "outbox entries lost or unacked"
     );
-    assert!(
-        kills_in_window * 3 >= kills,
-        "only {kills_in_window} of {kills} kills landed in the window"
-    );
-    println!(
-        "crash test: {kills} SIGKILLs ({} on an effect marker, {} after a completion write, {} at random moments; \
-         {kills_in_window} landed between effect and completion), {restarts} worker starts; {created} tasks created, \
-         {created} recovered completed exactly once, {} effects (max 1 per task), {redelivered} entries redelivered \
-         (max attempt {attempts_max}), outbox {acked}/{entries} acked, 0 lost; {:.1}s",
-        kills_by_aim[0],
-        kills_by_aim[1],
-        kills_by_aim[2],
-        effects.len(),
-        started.elapsed().as_secs_f64()
-    );
+    (entries, acked, redelivered, attempts_max)
 }

@@ -49,6 +49,16 @@ fn assert_invalid<T: std::fmt::Debug>(
 /// Every refusal of an input SQL cannot hold, on one store; `corrupt` runs SQL on its
 /// database directly.
 fn check_bounds(name: &str, store: &dyn TaskStore, corrupt: &dyn Fn(&str)) {
+    check_unfit_creates_store_nothing(name, store);
+    check_unfit_writes_leave_the_task_unchanged(name, store);
+    check_unfit_outbox_calls_leave_the_entry(name, store);
+    check_unfit_import_imports_nothing(name, store);
+    check_unfit_stored_values_are_corrupt(name, store, corrupt);
+}
+
+/// Creates whose times, durations or sums a BIGINT cannot hold: refused, no task, no
+/// outbox entry, nothing listed.
+fn check_unfit_creates_store_nothing(name: &str, store: &dyn TaskStore) {
     let too_big = TOO_BIG.to_string();
     for (what, command, words) in [
         (
@@ -114,7 +124,12 @@ fn check_bounds(name: &str, store: &dyn TaskStore, corrupt: &dyn Fn(&str)) {
         })
         .unwrap();
     assert!(listed.tasks.is_empty(), "{name}: {listed:?}");
+}
 
+/// Creates task `t`, then transitions, cancels and claims at times (or versions, leases) a
+/// BIGINT cannot hold: each refused, the task unchanged.
+fn check_unfit_writes_leave_the_task_unchanged(name: &str, store: &dyn TaskStore) {
+    let too_big = TOO_BIG.to_string();
     // A task that fits, then writes at a time that does not: refused, the task unchanged
     // (SQLite used to clamp the time to i64::MAX and apply the write).
     assert_eq!(
@@ -172,6 +187,11 @@ fn check_bounds(name: &str, store: &dyn TaskStore, corrupt: &dyn Fn(&str)) {
         Some(before.clone()),
         "{name}: the task is unchanged"
     );
+}
+
+/// Task `t`'s outbox entry is still claimable after the refused claims, and an ack,
+/// release or sweep at an unfit time is refused without touching it.
+fn check_unfit_outbox_calls_leave_the_entry(name: &str, store: &dyn TaskStore) {
     let claims = store.claim("w", 20, 100, 10).unwrap();
     assert_eq!(
         claims.len(),
@@ -200,8 +220,10 @@ fn check_bounds(name: &str, store: &dyn TaskStore, corrupt: &dyn Fn(&str)) {
         store.sweep_expired(TOO_BIG, 10),
         &["now_ms"],
     );
+}
 
-    // Import is all or nothing: one record that does not fit refuses the batch.
+/// Import is all or nothing: one record that does not fit refuses the batch.
+fn check_unfit_import_imports_nothing(name: &str, store: &dyn TaskStore) {
     let fits = admitted("imported-ok");
     let mut unfit = admitted("imported-unfit");
     unfit.ttl_ms = Some(TOO_BIG);
@@ -217,8 +239,14 @@ fn check_bounds(name: &str, store: &dyn TaskStore, corrupt: &dyn Fn(&str)) {
         None,
         "{name}: nothing imported"
     );
+}
 
-    // Stored values the record cannot hold are corrupt, named, not clamped.
+/// Stored values the record cannot hold are corrupt, named, not clamped.
+fn check_unfit_stored_values_are_corrupt(
+    name: &str,
+    store: &dyn TaskStore,
+    corrupt: &dyn Fn(&str),
+) {
     corrupt("UPDATE outbox SET attempt = 4294967295, acked_at_ms = NULL WHERE task_id = 't'");
     match store.claim("w", 40, 100, 10) {
         Err(StoreError::Corrupt {

@@ -12,6 +12,7 @@ use crate::support;
 
 use rusqlite::Connection;
 use serde_json::json;
+use std::path::Path;
 use tasklatch::contract::{Decision, Era, TaskStatus};
 use tasklatch::store::{
     InputCommand, SqliteOptions, SqliteStore, StoreOptions, Synchronous, TaskStore,
@@ -61,40 +62,52 @@ CREATE INDEX outbox_ready ON outbox (enqueued_at_ms, task_id) WHERE acked_at_ms 
 fn a_version_1_database_migrates_and_its_tasks_read_as_2025_11_25() {
     let scratch = support::Scratch::new("migration");
     let path = scratch.join("v1.db");
-    {
-        let connection = Connection::open(&path).unwrap();
-        connection.execute_batch(SCHEMA_V1).unwrap();
-        connection
-            .execute_batch(
-                "CREATE TABLE tasklatch_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                 INSERT INTO tasklatch_meta VALUES ('schema_version', '1');
-                 INSERT INTO tasks (task_id, auth_key, method, tool_name, request_digest,
-                     idempotency_key, status, version, created_at_ms, updated_at_ms,
-                     expires_at_ms, ttl_ms, poll_interval_ms, cancel_requested, outcome,
-                     status_message, correlation_id)
-                 VALUES ('old-1', 'tenant-a/alice', 'tools/call', 'export',
-                     'sha256:0000000000000000000000000000000000000000000000000000000000000000',
-                     'k1', 'working', 1, 1000, 1000, NULL, NULL, 500, 0, NULL, NULL, 'c1');
-                 INSERT INTO tasks (task_id, auth_key, method, tool_name, request_digest,
-                     idempotency_key, status, version, created_at_ms, updated_at_ms,
-                     expires_at_ms, ttl_ms, poll_interval_ms, cancel_requested, outcome,
-                     status_message, correlation_id)
-                 VALUES ('old-2', 'tenant-a/alice', 'tools/call', 'export',
-                     'sha256:0000000000000000000000000000000000000000000000000000000000000000',
-                     NULL, 'working', 1, 1500, 1500, NULL, NULL, 500, 0, NULL, NULL, 'c2'),
-                        ('old-3', 'tenant-a/alice', 'tools/call', 'export',
-                     'sha256:0000000000000000000000000000000000000000000000000000000000000000',
-                     NULL, 'working', 1, 1100, 1100, NULL, NULL, 500, 0, NULL, NULL, 'c3');
-                 INSERT INTO outbox (task_id, auth_key, request, enqueued_at_ms, attempt,
-                     lease_owner, lease_expires_at_ms, acked_at_ms)
-                 VALUES ('old-2', 'tenant-a/alice', '{\"method\":\"tools/call\",\"name\":\"export\"}', 1500, 0, NULL, NULL, NULL),
-                        ('old-3', 'tenant-a/alice', '{\"method\":\"tools/call\",\"name\":\"export\"}', 1100, 1, 'w-old', 1800, NULL);",
-            )
-            .unwrap();
-    }
+    write_version_1_database(&path);
     let mut options = SqliteOptions::new(&path);
     options.synchronous = Synchronous::Normal;
     let store = SqliteStore::open(&options, &StoreOptions::default()).expect("migrates");
+    check_outbox_claimed_in_order_and_fields_kept(&store);
+    check_input_is_asked_and_answered(&store);
+    check_a_point_of_no_return_is_declared(&store);
+    drop(store);
+    check_schema_is_version_4(&path);
+}
+
+/// A schema version 1 database at `path`, with three working tasks, two in the outbox.
+fn write_version_1_database(path: &Path) {
+    let connection = Connection::open(path).unwrap();
+    connection.execute_batch(SCHEMA_V1).unwrap();
+    connection
+        .execute_batch(
+            "CREATE TABLE tasklatch_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             INSERT INTO tasklatch_meta VALUES ('schema_version', '1');
+             INSERT INTO tasks (task_id, auth_key, method, tool_name, request_digest,
+                 idempotency_key, status, version, created_at_ms, updated_at_ms,
+                 expires_at_ms, ttl_ms, poll_interval_ms, cancel_requested, outcome,
+                 status_message, correlation_id)
+             VALUES ('old-1', 'tenant-a/alice', 'tools/call', 'export',
+                 'sha256:0000000000000000000000000000000000000000000000000000000000000000',
+                 'k1', 'working', 1, 1000, 1000, NULL, NULL, 500, 0, NULL, NULL, 'c1');
+             INSERT INTO tasks (task_id, auth_key, method, tool_name, request_digest,
+                 idempotency_key, status, version, created_at_ms, updated_at_ms,
+                 expires_at_ms, ttl_ms, poll_interval_ms, cancel_requested, outcome,
+                 status_message, correlation_id)
+             VALUES ('old-2', 'tenant-a/alice', 'tools/call', 'export',
+                 'sha256:0000000000000000000000000000000000000000000000000000000000000000',
+                 NULL, 'working', 1, 1500, 1500, NULL, NULL, 500, 0, NULL, NULL, 'c2'),
+                    ('old-3', 'tenant-a/alice', 'tools/call', 'export',
+                 'sha256:0000000000000000000000000000000000000000000000000000000000000000',
+                 NULL, 'working', 1, 1100, 1100, NULL, NULL, 500, 0, NULL, NULL, 'c3');
+             INSERT INTO outbox (task_id, auth_key, request, enqueued_at_ms, attempt,
+                 lease_owner, lease_expires_at_ms, acked_at_ms)
+             VALUES ('old-2', 'tenant-a/alice', '{\"method\":\"tools/call\",\"name\":\"export\"}', 1500, 0, NULL, NULL, NULL),
+                    ('old-3', 'tenant-a/alice', '{\"method\":\"tools/call\",\"name\":\"export\"}', 1100, 1, 'w-old', 1800, NULL);",
+        )
+        .unwrap();
+}
+
+/// The migrated outbox is claimed in order; a migrated task reads as a 2025-11-25 task.
+fn check_outbox_claimed_in_order_and_fields_kept(store: &SqliteStore) {
     // Version 4 re-indexes the outbox: an entry leased before the upgrade is claimed again
     // once its lease ends, before a younger unleased one.
     let claims: Vec<(String, u32)> = store
@@ -118,7 +131,10 @@ fn a_version_1_database_migrates_and_its_tasks_read_as_2025_11_25() {
         ),
         (1, Some(500), Some("k1"))
     );
+}
 
+/// A migrated task takes the new writes: input asked, then answered.
+fn check_input_is_asked_and_answered(store: &SqliteStore) {
     let mut asked = serde_json::Map::new();
     asked.insert(
         "confirm".into(),
@@ -159,6 +175,10 @@ fn a_version_1_database_migrates_and_its_tasks_read_as_2025_11_25() {
         (after.input_requests, after.input_responses),
         (None, Some(answers))
     );
+}
+
+/// A migrated task takes a declared point of no return.
+fn check_a_point_of_no_return_is_declared(store: &SqliteStore) {
     let declared = store
         .transition(&TransitionCommand {
             irreversible_effect: Some("POST https://hooks.example/".into()),
@@ -182,8 +202,11 @@ fn a_version_1_database_migrates_and_its_tasks_read_as_2025_11_25() {
             .as_deref(),
         Some("POST https://hooks.example/")
     );
-    drop(store);
-    let connection = Connection::open(&path).unwrap();
+}
+
+/// The outbox has the version 4 indexes and the database says it is version 4.
+fn check_schema_is_version_4(path: &Path) {
+    let connection = Connection::open(path).unwrap();
     let outbox_indexes: Vec<String> = connection
         .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'outbox' AND sql IS NOT NULL ORDER BY name")
         .unwrap()

@@ -13,7 +13,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Barrier;
 use tasklatch::conformance::outcome_for;
-use tasklatch::contract::{Decision, Negotiated, TaskOutcome, TaskStatus, TaskSupport};
+use tasklatch::contract::{Decision, Negotiated, TaskOutcome, TaskRecord, TaskStatus, TaskSupport};
 use tasklatch::store::{
     Answer, CreateCommand, MemoryStore, SqliteOptions, SqliteStore, StoreOptions, Synchronous,
     TaskStore, TransitionCommand, WrappedRequest,
@@ -153,144 +153,13 @@ fn round(
 ) {
     let id = format!("{race:?}-{n}");
     let key = format!("key-{race:?}-{n}");
-    let ok = |answer: Result<Answer, tasklatch::store::StoreError>| {
-        answer.unwrap_or_else(|error| panic!("{id}: store error: {error}"))
-    };
     let mut problems = Vec::new();
     let (a_won, b_won, loser) = match race {
         Race::CompleteVsCancel | Race::CompleteVsFail | Race::CompleteVsStaleComplete => {
-            ok(setup.create(&create(&id, &key, "m")));
-            let a_version = if race == Race::CompleteVsStaleComplete {
-                ok(setup.transition(&write(&id, 1, TaskStatus::InputRequired, "setup")));
-                2
-            } else {
-                1
-            };
-            let (a, b) = together(
-                a_store,
-                b_store,
-                |s| ok(s.transition(&write(&id, a_version, TaskStatus::Completed, "A"))),
-                |s| match race {
-                    Race::CompleteVsCancel => ok(s.cancel(Negotiated::FULL, OWNER, &id, 10)),
-                    Race::CompleteVsFail => {
-                        ok(s.transition(&write(&id, 1, TaskStatus::Failed, "B")))
-                    }
-                    _ => ok(s.transition(&write(&id, 1, TaskStatus::Completed, "B"))),
-                },
-            );
-            let a_won = a.decision == Decision::ApplyTransition;
-            let b_won = matches!(
-                b.decision,
-                Decision::ApplyTransition | Decision::ApplyCancel
-            );
-            let stored = setup
-                .read(&id)
-                .ok()
-                .flatten()
-                .unwrap_or_else(|| panic!("{id} vanished"));
-            let terminal_writes = usize::from(a_won) + usize::from(b_won);
-            if terminal_writes != 1 {
-                problems.push(format!(
-                    "{terminal_writes} winners: A {} / B {}",
-                    a.decision, b.decision
-                ));
-            }
-            let (winner_status, expected_loser) = match (race, a_won) {
-                (Race::CompleteVsCancel, true) => {
-                    (TaskStatus::Completed, vec![Decision::AlreadyTerminal])
-                }
-                (Race::CompleteVsCancel, false) => {
-                    (TaskStatus::Cancelled, vec![Decision::BlockTerminalRewrite])
-                }
-                (Race::CompleteVsFail, true) => {
-                    (TaskStatus::Completed, vec![Decision::BlockTerminalRewrite])
-                }
-                (Race::CompleteVsFail, false) => {
-                    (TaskStatus::Failed, vec![Decision::BlockTerminalRewrite])
-                }
-                // The stale writer loses whichever way round: refused as stale before the
-                // completion lands, or recognised as the same terminal fact after it.
-                (_, _) => (
-                    TaskStatus::Completed,
-                    vec![Decision::BlockStaleVersion, Decision::IdempotentTerminal],
-                ),
-            };
-            let loser = if a_won { b.decision } else { a.decision };
-            if !expected_loser.contains(&loser) {
-                problems.push(format!(
-                    "loser got {loser}, expected one of {expected_loser:?}"
-                ));
-            }
-            if race == Race::CompleteVsStaleComplete && !a_won {
-                problems.push(format!("the stale writer won: B {}", b.decision));
-            }
-            if stored.status != winner_status || stored.version != a_version + 1 {
-                problems.push(format!(
-                    "stored {} v{}, expected {winner_status} v{}",
-                    stored.status,
-                    stored.version,
-                    a_version + 1
-                ));
-            }
-            let expected_writer = match (winner_status, a_won) {
-                (TaskStatus::Cancelled, _) => None,
-                (_, true) => Some("A".to_owned()),
-                (_, false) => Some("B".to_owned()),
-            };
-            if writer_of(setup, &id) != expected_writer {
-                problems.push(format!(
-                    "stored outcome by {:?}, expected {expected_writer:?}",
-                    writer_of(setup, &id)
-                ));
-            }
-            if stored.cancel_requested != (winner_status == TaskStatus::Cancelled) {
-                problems.push("cancellation intent does not match the status".into());
-            }
-            (a_won, b_won, loser)
+            terminal_round(race, &id, &key, setup, a_store, b_store, &mut problems)
         }
         Race::CreateSameKeySameDigest | Race::CreateSameKeyOtherDigest => {
-            let (a_id, b_id) = (format!("{id}-a"), format!("{id}-b"));
-            let b_month = if race == Race::CreateSameKeySameDigest {
-                "m"
-            } else {
-                "other"
-            };
-            let (a, b) = together(
-                a_store,
-                b_store,
-                |s| ok(s.create(&create(&a_id, &key, "m"))),
-                |s| ok(s.create(&create(&b_id, &key, b_month))),
-            );
-            let a_won = a.decision == Decision::AcceptTask;
-            let b_won = b.decision == Decision::AcceptTask;
-            if usize::from(a_won) + usize::from(b_won) != 1 {
-                problems.push(format!("A {} / B {}", a.decision, b.decision));
-            }
-            let (winner_id, loser) = if a_won { (&a_id, &b) } else { (&b_id, &a) };
-            let expected_loser = if race == Race::CreateSameKeySameDigest {
-                Decision::ReplayTask
-            } else {
-                Decision::BlockIdempotencyCollision
-            };
-            if loser.decision != expected_loser {
-                problems.push(format!(
-                    "loser got {}, expected {expected_loser}",
-                    loser.decision
-                ));
-            }
-            if expected_loser == Decision::ReplayTask
-                && loser.record.as_ref().map(|r| &r.task_id) != Some(winner_id)
-            {
-                problems.push("the replay did not return the winner's task".into());
-            }
-            let stored: Vec<bool> = [&a_id, &b_id]
-                .iter()
-                .map(|id| setup.read(id).ok().flatten().is_some())
-                .collect();
-            if stored.iter().filter(|exists| **exists).count() != 1 {
-                problems.push(format!("tasks stored (A, B): {stored:?}"));
-            }
-            (a_won, b_won, loser.decision)
+            create_round(race, &id, &key, setup, a_store, b_store, &mut problems)
         }
     };
     tally.rounds += 1;
@@ -302,6 +171,198 @@ fn round(
             .violations
             .push(format!("{id}: {}", problems.join("; ")));
     }
+}
+
+/// One round of a race between two writes to the same working task: sets it up, races
+/// the writes, and returns (A won, B won, the loser's decision).
+fn terminal_round(
+    race: Race,
+    id: &str,
+    key: &str,
+    setup: &dyn TaskStore,
+    a_store: &dyn TaskStore,
+    b_store: &dyn TaskStore,
+    problems: &mut Vec<String>,
+) -> (bool, bool, Decision) {
+    let ok = |answer: Result<Answer, tasklatch::store::StoreError>| {
+        answer.unwrap_or_else(|error| panic!("{id}: store error: {error}"))
+    };
+    ok(setup.create(&create(id, key, "m")));
+    let a_version = if race == Race::CompleteVsStaleComplete {
+        ok(setup.transition(&write(id, 1, TaskStatus::InputRequired, "setup")));
+        2
+    } else {
+        1
+    };
+    let (a, b) = together(
+        a_store,
+        b_store,
+        |s| ok(s.transition(&write(id, a_version, TaskStatus::Completed, "A"))),
+        |s| match race {
+            Race::CompleteVsCancel => ok(s.cancel(Negotiated::FULL, OWNER, id, 10)),
+            Race::CompleteVsFail => ok(s.transition(&write(id, 1, TaskStatus::Failed, "B"))),
+            _ => ok(s.transition(&write(id, 1, TaskStatus::Completed, "B"))),
+        },
+    );
+    check_terminal_round(race, id, setup, a_version, a, b, problems)
+}
+
+/// Exactly one terminal write won, the loser got the expected decision, and the stored
+/// task holds the winner's status, version, outcome and cancellation intent.
+fn check_terminal_round(
+    race: Race,
+    id: &str,
+    setup: &dyn TaskStore,
+    a_version: u64,
+    a: Answer,
+    b: Answer,
+    problems: &mut Vec<String>,
+) -> (bool, bool, Decision) {
+    let a_won = a.decision == Decision::ApplyTransition;
+    let b_won = matches!(
+        b.decision,
+        Decision::ApplyTransition | Decision::ApplyCancel
+    );
+    let stored = setup
+        .read(id)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| panic!("{id} vanished"));
+    let terminal_writes = usize::from(a_won) + usize::from(b_won);
+    if terminal_writes != 1 {
+        problems.push(format!(
+            "{terminal_writes} winners: A {} / B {}",
+            a.decision, b.decision
+        ));
+    }
+    let (winner_status, expected_loser) = match (race, a_won) {
+        (Race::CompleteVsCancel, true) => (TaskStatus::Completed, vec![Decision::AlreadyTerminal]),
+        (Race::CompleteVsCancel, false) => {
+            (TaskStatus::Cancelled, vec![Decision::BlockTerminalRewrite])
+        }
+        (Race::CompleteVsFail, true) => {
+            (TaskStatus::Completed, vec![Decision::BlockTerminalRewrite])
+        }
+        (Race::CompleteVsFail, false) => (TaskStatus::Failed, vec![Decision::BlockTerminalRewrite]),
+        // The stale writer loses whichever way round: refused as stale before the
+        // completion lands, or recognised as the same terminal fact after it.
+        (_, _) => (
+            TaskStatus::Completed,
+            vec![Decision::BlockStaleVersion, Decision::IdempotentTerminal],
+        ),
+    };
+    let loser = if a_won { b.decision } else { a.decision };
+    if !expected_loser.contains(&loser) {
+        problems.push(format!(
+            "loser got {loser}, expected one of {expected_loser:?}"
+        ));
+    }
+    if race == Race::CompleteVsStaleComplete && !a_won {
+        problems.push(format!("the stale writer won: B {}", b.decision));
+    }
+    check_stored_winner(
+        setup,
+        id,
+        &stored,
+        winner_status,
+        a_won,
+        a_version,
+        problems,
+    );
+    (a_won, b_won, loser)
+}
+
+/// The stored task holds the winner's status and version, its outcome (written by the
+/// winner, none for a cancellation) and a cancellation intent only if cancelled.
+fn check_stored_winner(
+    setup: &dyn TaskStore,
+    id: &str,
+    stored: &TaskRecord,
+    winner_status: TaskStatus,
+    a_won: bool,
+    a_version: u64,
+    problems: &mut Vec<String>,
+) {
+    if stored.status != winner_status || stored.version != a_version + 1 {
+        problems.push(format!(
+            "stored {} v{}, expected {winner_status} v{}",
+            stored.status,
+            stored.version,
+            a_version + 1
+        ));
+    }
+    let expected_writer = match (winner_status, a_won) {
+        (TaskStatus::Cancelled, _) => None,
+        (_, true) => Some("A".to_owned()),
+        (_, false) => Some("B".to_owned()),
+    };
+    if writer_of(setup, id) != expected_writer {
+        problems.push(format!(
+            "stored outcome by {:?}, expected {expected_writer:?}",
+            writer_of(setup, id)
+        ));
+    }
+    if stored.cancel_requested != (winner_status == TaskStatus::Cancelled) {
+        problems.push("cancellation intent does not match the status".into());
+    }
+}
+
+/// One round of a race between two creates under the same idempotency key: returns
+/// (A won, B won, the loser's decision).
+fn create_round(
+    race: Race,
+    id: &str,
+    key: &str,
+    setup: &dyn TaskStore,
+    a_store: &dyn TaskStore,
+    b_store: &dyn TaskStore,
+    problems: &mut Vec<String>,
+) -> (bool, bool, Decision) {
+    let ok = |answer: Result<Answer, tasklatch::store::StoreError>| {
+        answer.unwrap_or_else(|error| panic!("{id}: store error: {error}"))
+    };
+    let (a_id, b_id) = (format!("{id}-a"), format!("{id}-b"));
+    let b_month = if race == Race::CreateSameKeySameDigest {
+        "m"
+    } else {
+        "other"
+    };
+    let (a, b) = together(
+        a_store,
+        b_store,
+        |s| ok(s.create(&create(&a_id, key, "m"))),
+        |s| ok(s.create(&create(&b_id, key, b_month))),
+    );
+    let a_won = a.decision == Decision::AcceptTask;
+    let b_won = b.decision == Decision::AcceptTask;
+    if usize::from(a_won) + usize::from(b_won) != 1 {
+        problems.push(format!("A {} / B {}", a.decision, b.decision));
+    }
+    let (winner_id, loser) = if a_won { (&a_id, &b) } else { (&b_id, &a) };
+    let expected_loser = if race == Race::CreateSameKeySameDigest {
+        Decision::ReplayTask
+    } else {
+        Decision::BlockIdempotencyCollision
+    };
+    if loser.decision != expected_loser {
+        problems.push(format!(
+            "loser got {}, expected {expected_loser}",
+            loser.decision
+        ));
+    }
+    if expected_loser == Decision::ReplayTask
+        && loser.record.as_ref().map(|r| &r.task_id) != Some(winner_id)
+    {
+        problems.push("the replay did not return the winner's task".into());
+    }
+    let stored: Vec<bool> = [&a_id, &b_id]
+        .iter()
+        .map(|id| setup.read(id).ok().flatten().is_some())
+        .collect();
+    if stored.iter().filter(|exists| **exists).count() != 1 {
+        problems.push(format!("tasks stored (A, B): {stored:?}"));
+    }
+    (a_won, b_won, loser.decision)
 }
 
 fn run_races(label: &str, open: &dyn Fn() -> Box<dyn TaskStore>) {
