@@ -123,25 +123,27 @@ fn writers_escape_and_write_whole() {
 
 #[test]
 fn the_swimlane_has_a_lane_per_node_and_escapes_its_text() {
-    let scenario = Scenario::by_name("baseline").expect("baseline");
-    let outcome = run_seed(&scenario, 3);
-    let svg = swimlane::render(&outcome, "a <title> & more");
-    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-    assert!(svg.contains("a &lt;title&gt; &amp; more"));
-    for lane in [
-        "supervisor",
-        "store",
-        "dispatcher",
-        "worker-0",
-        "worker-2",
-        "sweeper",
-        "client-0",
-        "client-2",
-    ] {
-        assert!(
-            svg.contains(&format!(">{lane}</text>")),
-            "lane {lane} missing"
-        );
+    // One server process (the shipped deployment), and an external queue's nodes.
+    let cases: [(&str, &[&str]); 2] = [
+        ("baseline", &["process-0"]),
+        (
+            "duplicate-delivery",
+            &["dispatcher", "worker-0", "worker-2", "sweeper"],
+        ),
+    ];
+    for (name, nodes) in cases {
+        let scenario = Scenario::by_name(name).expect(name);
+        let outcome = run_seed(&scenario, 3);
+        let svg = swimlane::render(&outcome, "a <title> & more");
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains("a &lt;title&gt; &amp; more"));
+        let common = ["supervisor", "store", "client-0", "client-2"];
+        for lane in common.iter().chain(nodes) {
+            assert!(
+                svg.contains(&format!(">{lane}</text>")),
+                "{name}: lane {lane} missing"
+            );
+        }
+        assert!(svg.contains("no violation"), "{name}");
     }
-    assert!(svg.contains("no violation"));
 }

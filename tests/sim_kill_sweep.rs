@@ -1,26 +1,36 @@
 //! Every named kill point, reached on purpose: for each point and a few seeds, the node
-//! that is the third to reach the point crashes exactly there, and the oracle still finds
-//! nothing wrong (while the sweep mark proves the crash happened).
+//! that is the n-th to reach the point crashes exactly there, and the oracle still finds
+//! nothing wrong (while the sweep mark proves the crash happened) — in both deployments:
+//! a `serve` process dying whole (`baseline`), one node of an external queue's
+//! (`duplicate-delivery`).
 
 use tasklatch::runtime::Point;
 use tasklatch::sim::{Scenario, Sweep, run_seed_with};
 
 #[test]
 fn a_crash_at_each_named_point_breaks_nothing() {
-    let scenario = Scenario::by_name("baseline").expect("baseline scenario");
+    // A process runs all its workers: fewer arrivals at a point before one kills them all.
+    for (name, arrival) in [("baseline", 2), ("duplicate-delivery", 3)] {
+        sweep_every_point(&Scenario::by_name(name).expect(name), arrival);
+    }
+}
+
+fn sweep_every_point(scenario: &Scenario, arrival: u64) {
     for point in Point::ALL {
         for seed in 0..6 {
-            let outcome = run_seed_with(&scenario, seed, Some(Sweep { point, arrival: 3 }));
+            let outcome = run_seed_with(scenario, seed, Some(Sweep { point, arrival }));
             let mark = format!("sweep:{}", point.name());
             assert_eq!(
                 outcome.marks.get(&mark),
                 Some(&1),
-                "seed {seed}: no crash at {}",
+                "{} seed {seed}: no crash at {}",
+                scenario.name,
                 point.name()
             );
             assert!(
                 outcome.violations.is_empty(),
-                "seed {seed}, crash at {}: {}\n  timeline tail:\n{}",
+                "{} seed {seed}, crash at {}: {}\n  timeline tail:\n{}",
+                scenario.name,
                 point.name(),
                 outcome.violations[0],
                 outcome

@@ -73,7 +73,7 @@ fn malformed_plans_are_refused_with_the_field_named() {
             "after the safety phase",
             Box::new(|v| {
                 v["plan"]["faults"] = serde_json::json!([
-                    {"at_ms": 999999, "kind": "pause", "node": 1, "duration_ms": 100}
+                    {"at_ms": 999999, "kind": "pause", "node": 0, "duration_ms": 100}
                 ])
             }),
             "[0].at_ms 999999 is after the safety phase",

@@ -149,6 +149,26 @@ fn malformed_scenarios_name_file_and_field() {
             "\"default_seeds\": [5, 5]",
             "default_seeds",
         ),
+        (
+            "\"queue\": \"in-process\"",
+            "\"queue\": \"in-memory\"",
+            "deployment.queue: unknown variant `in-memory`",
+        ),
+        (
+            "\"queue\": \"in-process\"",
+            "\"queue\": \"in-process\", \"processes\": 9",
+            "deployment: processes must be 1..=8",
+        ),
+        (
+            "\"queue\": \"in-process\"",
+            "\"queue\": \"in-process\", \"change_feed\": true",
+            "deployment: change_feed needs several processes",
+        ),
+        (
+            "\"queue\": \"in-process\"",
+            "\"queue\": \"external\", \"processes\": 2",
+            "deployment: processes and change_feed need queue \"in-process\"",
+        ),
     ] {
         assert!(base.contains(from), "test setup: {from:?}");
         let error = Scenario::parse(

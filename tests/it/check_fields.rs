@@ -114,6 +114,7 @@ fn get(version: u64, status: TaskStatus, fields: WireFields) -> Event {
             }],
         },
         at_ms: 50,
+        sent_after: None,
     }
 }
 
@@ -231,6 +232,7 @@ fn i12_an_outcome_is_shown_as_stored() {
             }],
         },
         at_ms: 60,
+        sent_after: None,
     };
     assert_eq!(
         rules(&[created(), failed.clone(), read(error)]),

@@ -132,6 +132,55 @@ fn rewrites_stale_writes_late_writes_and_leaks_are_named() {
     assert_eq!(invariants(&[leak]), ["I4"]);
 }
 
+/// A `tasks/get` of t1 answered `working` v1 at 40 ms, sent when the history held
+/// `sent_after` events.
+fn late_working_read(sent_after: Option<usize>) -> Event {
+    Event::Client {
+        client: "c".into(),
+        caller: "a".into(),
+        op: ClientOp::Get {
+            task_id: "t1".into(),
+        },
+        result: ClientResult::Ok {
+            decision: Decision::ReturnStatus,
+            revealed: vec![Revealed {
+                task_id: "t1".into(),
+                auth_key: String::new(),
+                status: TaskStatus::Working,
+                version: Some(1),
+                outcome: None,
+                fields: None,
+            }],
+        },
+        at_ms: 40,
+        sent_after,
+    }
+}
+
+#[test]
+fn a_read_answered_late_may_show_what_was_true_when_it_was_sent() {
+    let with = |sent_after| {
+        [
+            applied("t1", AppliedKind::Create, None, 1, TaskStatus::Working, 10),
+            create("t1", "k", "d1", Decision::AcceptTask, 10),
+            applied(
+                "t1",
+                AppliedKind::Transition,
+                Some(1),
+                2,
+                TaskStatus::Completed,
+                30,
+            ),
+            late_working_read(sent_after),
+        ]
+    };
+    // Sent before the completion (a server paused with the request in hand): truthful.
+    assert_eq!(invariants(&with(Some(2))), Vec::<&str>::new());
+    // Sent after it, or with no send position (judged as sent when answered): stale.
+    assert_eq!(invariants(&with(Some(3))), ["I1"]);
+    assert_eq!(invariants(&with(None)), ["I1"]);
+}
+
 #[test]
 fn liveness_names_tasks_left_unfinished() {
     let history = [applied(
@@ -175,6 +224,7 @@ fn result_read(payload: serde_json::Value) -> Event {
             }],
         },
         at_ms: 40,
+        sent_after: None,
     }
 }
 

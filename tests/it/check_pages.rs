@@ -35,6 +35,7 @@ fn page(after: Option<&str>, shown: &[&str], next_cursor: bool, at_ms: u64) -> E
                 .collect(),
         },
         at_ms,
+        sent_after: None,
     }
 }
 

@@ -71,6 +71,18 @@ impl<'h> TaskView<'h> {
 
     /// Every successful client answer that showed this task: the event, the operation,
     /// the decision and what it showed of the task.
+    /// Where the request of the client event at `index` was sent: the first history
+    /// position its answer may reflect.
+    fn sent(&self, index: usize) -> usize {
+        match &self.history[index] {
+            Event::Client {
+                sent_after: Some(position),
+                ..
+            } => (*position).min(index),
+            _ => index,
+        }
+    }
+
     fn reads(&self) -> impl Iterator<Item = (usize, &'h ClientOp, Decision, &'h Revealed)> + '_ {
         let (history, task_id) = (self.history, self.task_id);
         self.facts.reads.iter().flat_map(move |&index| {
@@ -157,8 +169,9 @@ fn i1_one_terminal(task: &TaskView<'_>, _: &CheckContext, out: &mut Vec<Violatio
     let Some((first, first_status, _)) = task.terminal else {
         return;
     };
+    // A read sent before the terminal write may answer with what it read then.
     for (index, _, _, seen) in task.reads() {
-        if first < index && seen.status != first_status {
+        if first < task.sent(index) && seen.status != first_status {
             out.push(violation(
                 "I1",
                 task.task_id,
@@ -468,7 +481,8 @@ fn i10_record_wins(task: &TaskView<'_>, _: &CheckContext, out: &mut Vec<Violatio
         else {
             continue;
         };
-        for (index, _, _, seen) in task.reads().filter(|(index, ..)| *index > notice) {
+        let later = |index: usize| task.sent(index) > notice;
+        for (index, _, _, seen) in task.reads().filter(|(index, ..)| later(*index)) {
             let Some(seen_version) = seen.version else {
                 continue;
             };

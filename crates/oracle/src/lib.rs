@@ -51,6 +51,10 @@ pub enum Event {
         result: ClientResult,
         /// Simulated wall-clock time the operation finished, in ms since the Unix epoch.
         at_ms: u64,
+        /// How many events the history held when the request was sent: an answer may show
+        /// any state from that point on (a server paused with the request in hand answers
+        /// late, and truthfully). `None`: judged as if sent when answered.
+        sent_after: Option<usize>,
     },
     /// The store applied a change (creation, transition, cancel), with the record after it.
     Applied {

@@ -80,6 +80,7 @@ pub fn create(task_id: &str, key: &str, digest: &str, decision: Decision, at_ms:
             }],
         },
         at_ms,
+        sent_after: None,
     }
 }
 
@@ -158,6 +159,7 @@ pub fn create_failed(unavailable: bool, at_ms: u64) -> Event {
         },
         result: ClientResult::Fail { unavailable },
         at_ms,
+        sent_after: None,
     }
 }
 

@@ -26,6 +26,9 @@ pub(super) enum Reply {
     },
     /// `-32603` because the store could not be reached: nothing happened.
     Unavailable,
+    /// No answer: the server process was down or died with the request in flight (a
+    /// dropped connection); it may or may not have happened.
+    Lost,
 }
 
 /// One JSON-RPC request through the MCP handler `tasklatch serve` runs, sent as text (the
@@ -179,6 +182,11 @@ struct Client {
     era: Era,
     /// The `task` parameter of its creates (the scenario's TTL, if any).
     task_params: serde_json::Value,
+    /// The server process it speaks to (an in-process queue's deployment).
+    process: Option<usize>,
+    /// The history's length when its last request was sent (the next record's
+    /// `sent_after`).
+    sent_after: std::sync::Mutex<Option<usize>>,
     /// The tasks its creates were answered with, in order.
     mine: Vec<String>,
     /// The last status each task showed this client (what a `tasks/result` answer is for).
@@ -201,6 +209,8 @@ impl Client {
                 Some(ttl) => json!({ "ttl": ttl }),
                 None => json!({}),
             },
+            process: (!shared.processes.is_empty()).then(|| tenant % shared.processes.len()),
+            sent_after: std::sync::Mutex::new(None),
             shared,
             caller,
             name,
@@ -217,6 +227,7 @@ impl Client {
             op,
             result,
             at_ms: SimEnv.now_ms(),
+            sent_after: self.sent_after.lock().expect("sent_after").take(),
         });
     }
 
@@ -270,7 +281,22 @@ impl Client {
             meta[modern::META_CLIENT_CAPABILITIES] =
                 json!({ "extensions": { modern::TASKS_EXTENSION: {} } });
         }
-        rpc(&self.server, &self.session, method, params).await
+        *self.sent_after.lock().expect("sent_after") = Some(self.shared.history.len());
+        let Some(mut process) = self.process else {
+            return rpc(&self.server, &self.session, method, params).await;
+        };
+        // A 2026-07-28 request has no session: a balancer may send it to any process.
+        let processes = self.shared.processes.len();
+        if self.era == Era::Extension2026 && processes > 1 {
+            process = super::faults::roll(processes as u64) as usize;
+        }
+        let reply = self.shared.processes[process]
+            .call(&self.session, method, params)
+            .await;
+        if matches!(reply, Reply::Lost) {
+            self.mark("connection-lost");
+        }
+        reply
     }
 
     /// The task a create answer shows: nested under `task` (2025-11-25) or flat.
@@ -339,9 +365,13 @@ impl Client {
             let lost =
                 self.answer_lost() && !(self.era == Era::Extension2026 && attempt + 1 == attempts);
             match reply {
-                Reply::Unavailable => {
-                    self.record(op, ClientResult::Fail { unavailable: true });
-                    if self.era == Era::Extension2026 {
+                Reply::Unavailable | Reply::Lost => {
+                    let result = match reply {
+                        Reply::Lost => ClientResult::Indeterminate,
+                        _ => ClientResult::Fail { unavailable: true },
+                    };
+                    self.record(op, result);
+                    if self.era == Era::Extension2026 || matches!(reply, Reply::Lost) {
                         let interval = self.shared.scenario.poll_interval_ms;
                         madsim::time::sleep(Duration::from_millis(interval)).await;
                     }
@@ -388,6 +418,7 @@ impl Client {
             }
             Reply::Error { .. } => self.record(op, ClientResult::Fail { unavailable: false }),
             Reply::Unavailable => self.record(op, ClientResult::Fail { unavailable: true }),
+            Reply::Lost => self.record(op, ClientResult::Indeterminate),
         }
     }
 
@@ -749,7 +780,7 @@ pub(super) fn get_answer(reply: Reply) -> Shown {
         )),
         // Not found, another tenant's, expired: one answer on the wire.
         Reply::Error { .. } => Some((Decision::BlockNotFound, Vec::new())),
-        Reply::Unavailable => None,
+        Reply::Unavailable | Reply::Lost => None,
     }
 }
 
@@ -774,7 +805,7 @@ pub(super) fn detailed_answer(reply: Reply) -> Shown {
             Some((Decision::ReturnStatus, seen.into_iter().collect()))
         }
         Reply::Error { .. } => Some((Decision::BlockNotFound, Vec::new())),
-        Reply::Unavailable => None,
+        Reply::Unavailable | Reply::Lost => None,
     }
 }
 
@@ -813,7 +844,7 @@ pub(super) fn ack_answer(reply: Reply, task_id: &str, applied: Decision) -> Show
             None => Some((Decision::IgnoreInput, Vec::new())),
         },
         Reply::Error { .. } => Some((Decision::BlockNotFound, Vec::new())),
-        Reply::Unavailable => None,
+        Reply::Unavailable | Reply::Lost => None,
     }
 }
 
@@ -830,7 +861,7 @@ pub(super) fn cancel_answer(reply: Reply) -> Shown {
             Some((Decision::AlreadyTerminal, Vec::new()))
         }
         Reply::Error { .. } => Some((Decision::BlockNotFound, Vec::new())),
-        Reply::Unavailable => None,
+        Reply::Unavailable | Reply::Lost => None,
     }
 }
 
@@ -880,7 +911,7 @@ pub(super) fn result_answer(reply: Reply, task_id: &str, status: Option<TaskStat
                 },
             )],
         )),
-        Reply::Unavailable => None,
+        Reply::Unavailable | Reply::Lost => None,
     }
 }
 

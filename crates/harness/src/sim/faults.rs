@@ -104,7 +104,7 @@ pub(super) fn draw_faults(scenario: &Scenario) -> Vec<PlannedFault> {
         .into_iter()
         .map(|kind| {
             at_ms += 1 + roll(gap_ms);
-            let node = roll(scenario.workers as u64 + 1) as usize;
+            let node = roll(scenario.deployment.victims(scenario.workers) as u64) as usize;
             let duration_ms = match kind {
                 FaultKind::Kill => 50 + roll(500),
                 // Long enough to outlive leases: a paused worker wakes with a stale view.

@@ -24,6 +24,11 @@ impl History {
         self.push_on(self.lane_of(madsim::plugin::node()), event);
     }
 
+    /// How many events are recorded so far.
+    pub(super) fn len(&self) -> usize {
+        self.events.lock().expect("events").len()
+    }
+
     pub(super) fn lane_of(&self, node: madsim::task::NodeId) -> String {
         self.names
             .lock()

@@ -10,6 +10,7 @@
 
 mod author;
 mod client;
+mod deployment;
 mod faults;
 mod history;
 mod outcome;
@@ -25,7 +26,8 @@ pub use outcome::{
     SimOutcome, offset_ms, parse_seed_range, repro_command, seeds_from_env, store_for,
 };
 pub use scenario::{
-    Breadth, FaultKind, Faults, KNOWN_MARKS, Knobs, Plan, PlannedFault, SCENARIO_SCHEMA, Scenario,
+    Breadth, Deployment, FaultKind, Faults, KNOWN_MARKS, Knobs, Plan, PlannedFault, QueueHome,
+    SCENARIO_SCHEMA, Scenario,
 };
 pub use world::{Sim, Sweep, run_seed, run_seed_with};
 

@@ -38,6 +38,7 @@ fn write_event(out: &mut String, event: &Event) {
             op,
             result,
             at_ms,
+            sent_after,
         } => {
             out.push_str("Client { client: ");
             write_str(out, client);
@@ -49,6 +50,15 @@ fn write_event(out: &mut String, event: &Event) {
             write_result(out, result);
             out.push_str(", at_ms: ");
             write_u64(out, *at_ms);
+            out.push_str(", sent_after: ");
+            match sent_after {
+                Some(position) => {
+                    out.push_str("Some(");
+                    write_u64(out, *position as u64);
+                    out.push(')');
+                }
+                None => out.push_str("None"),
+            }
             out.push_str(" }");
         }
         Event::Applied {
@@ -672,6 +682,7 @@ mod tests {
                     op: op.clone(),
                     result: result.clone(),
                     at_ms: 5,
+                    sent_after: Some(3),
                 });
             }
         }

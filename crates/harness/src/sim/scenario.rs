@@ -72,6 +72,8 @@ pub const KNOWN_MARKS: &[&str] = &[
     "cancel-beat-point-of-no-return",
     "cancel-acknowledged-past-point",
     "cancelled-past-point",
+    "connection-lost",
+    "change-fed",
 ];
 
 /// One scenario file: a workload, its faults and phases, the default seeds and the
@@ -89,7 +91,8 @@ pub struct Scenario {
     pub tenants: usize,
     /// Tasks each tenant's client creates.
     pub tasks_per_tenant: usize,
-    /// Worker nodes consuming the queue (besides the dispatcher).
+    /// Workers consuming the queue: worker nodes beside the dispatcher with an external
+    /// queue, workers in each process with an in-process one.
     pub workers: usize,
     /// A tool run takes between these many milliseconds.
     pub tool_ms: [u64; 2],
@@ -117,10 +120,89 @@ pub struct Scenario {
     /// plan). Absent: `["2025-11-25"]`, the only era before there were two.
     #[serde(default = "core_era_only", skip_serializing_if = "is_core_era_only")]
     pub client_eras: Vec<Era>,
+    /// What runs where, and what a kill takes with it; absent: an external queue.
+    #[serde(default, skip_serializing_if = "Deployment::is_external_queue")]
+    pub deployment: Deployment,
     /// A pinned run: these knobs and this fault schedule instead of the ones each seed
     /// draws. The minimiser writes it; absent in hand-written scenarios.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<Plan>,
+}
+
+/// The deployment a scenario simulates.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Deployment {
+    /// Where the queue between the dispatcher and the workers lives.
+    pub queue: QueueHome,
+    /// Server processes sharing the store (an in-process queue only): each runs the MCP
+    /// server, its queue, a dispatcher, `workers` workers and a sweeper, and dies whole.
+    #[serde(default = "one_process")]
+    pub processes: usize,
+    /// Whether the store tells each process what the others wrote (PostgreSQL's
+    /// `LISTEN/NOTIFY`); without it a blocked call in one process learns of another's write
+    /// only by its safety re-read, as on one SQLite file.
+    #[serde(default)]
+    pub change_feed: bool,
+}
+
+/// Where the queue lives.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum QueueHome {
+    /// A durable queue outside every node (a broker): it outlives the kills, and the
+    /// dispatcher, each worker and the sweeper are nodes of their own; the clients speak to
+    /// one MCP handler no kill reaches.
+    #[default]
+    External,
+    /// What `tasklatch serve` runs: the queue is memory of the server process, and dies
+    /// with it; only the store survives a kill.
+    InProcess,
+}
+
+fn one_process() -> usize {
+    1
+}
+
+impl Default for Deployment {
+    fn default() -> Deployment {
+        Deployment {
+            queue: QueueHome::External,
+            processes: 1,
+            change_feed: false,
+        }
+    }
+}
+
+impl Deployment {
+    /// Whether this is the default deployment (an external queue), written by no file.
+    pub fn is_external_queue(&self) -> bool {
+        *self == Deployment::default()
+    }
+
+    /// The nodes a kill or pause may hit: the dispatcher and the workers, or the processes.
+    pub fn victims(&self, workers: usize) -> usize {
+        match self.queue {
+            QueueHome::External => workers + 1,
+            QueueHome::InProcess => self.processes,
+        }
+    }
+
+    fn validate(&self) -> Result<(), (&'static str, String)> {
+        let fail = |message: &str| Err(("deployment", message.to_owned()));
+        match self.queue {
+            QueueHome::External if self.processes != 1 || self.change_feed => {
+                fail("processes and change_feed need queue \"in-process\"")
+            }
+            QueueHome::InProcess if self.processes == 0 || self.processes > 8 => {
+                fail("processes must be 1..=8")
+            }
+            QueueHome::InProcess if self.change_feed && self.processes == 1 => {
+                fail("change_feed needs several processes")
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 fn core_era_only() -> Vec<Era> {
@@ -215,7 +297,8 @@ pub struct PlannedFault {
     pub at_ms: u64,
     /// What the fault does.
     pub kind: FaultKind,
-    /// The victim of a kill or pause: 0 is the dispatcher, `1..=workers` the workers.
+    /// The victim of a kill or pause: 0 is the dispatcher, `1..=workers` the workers (an
+    /// external queue); the process, from 0 (an in-process one).
     pub node: usize,
     /// How long a kill keeps the node down, a pause holds it, the store stays down; how
     /// far a clock jump moves the clock.
@@ -463,6 +546,7 @@ impl Scenario {
     fn validate(&self) -> Result<(), (&'static str, String)> {
         let fail = |field: &'static str, message: String| Err((field, message));
         self.validate_shape()?;
+        self.deployment.validate()?;
         self.validate_faults()?;
         self.crash_points()
             .map_err(|message| ("faults.crash_points", message))?;
@@ -615,12 +699,19 @@ impl Scenario {
             }
         }
         for (index, fault) in plan.faults.iter().enumerate() {
-            if fault.kind.has_victim() && fault.node > self.workers {
+            let victims = self.deployment.victims(self.workers);
+            if fault.kind.has_victim() && fault.node >= victims {
+                let nodes = match self.deployment.queue {
+                    QueueHome::External => {
+                        format!("0 is the dispatcher, 1..={} the workers", self.workers)
+                    }
+                    QueueHome::InProcess => format!("0..{victims} are the processes"),
+                };
                 return Err((
                     "plan.faults",
                     format!(
-                        "[{index}].node {} names no runtime node (0 is the dispatcher, 1..={} the workers)",
-                        fault.node, self.workers
+                        "[{index}].node {} names no runtime node ({nodes})",
+                        fault.node
                     ),
                 ));
             }

@@ -3,10 +3,12 @@
 //! injects faults during a safety phase and then lets the system heal (liveness phase).
 
 use super::SimEnv;
+use super::scenario::QueueHome;
 use super::scenario::{Breadth, FaultKind, Knobs, Plan, Scenario};
 use super::{
     author::{AuthorWorld, RecordedTools, WorldTools},
     client::client,
+    deployment::{Feed, ProcessSlot, process_node},
     faults::{FaultyQueue, SimProbe, draw_breadth, draw_eras, draw_faults, draw_knobs},
     history::History,
     outcome::{SimOutcome, trace_hash},
@@ -16,7 +18,9 @@ use super::{
 use crate::check::{self, CheckContext, Event, Injection, ServerFacts, Violation};
 use crate::mcp::tools::Catalog;
 use crate::mcp::{Server, ServerConfig};
-use crate::runtime::{Effects, Env, MemoryQueue, Point, Runtime, RuntimeConfig, Tools};
+use crate::runtime::{
+    Effects, Env, MemoryQueue, Notify, Point, Queue, Runtime, RuntimeConfig, Tools,
+};
 use crate::store::{MemoryFactory, StoreFactory, StoreOptions, TaskStore};
 use madsim::runtime::{Handle, NodeHandle};
 use std::collections::BTreeMap;
@@ -200,14 +204,35 @@ pub(super) struct Shared {
     pub(super) sweep_arrivals: Arc<std::sync::atomic::AtomicU64>,
     /// Task ids clients were given, for cross-tenant probing.
     pub(super) known: Mutex<Vec<String>>,
-    /// The MCP handler the clients speak to.
+    /// The MCP handler the clients speak to (an external queue's deployment).
     pub(super) server: Arc<Server>,
+    /// The tools as the server lists them.
+    pub(super) catalog: Arc<dyn Catalog>,
     /// An author's tools, run in place of the built-in export.
     pub(super) author: Option<AuthorWorld>,
+    /// The server processes (an in-process queue's deployment); empty otherwise.
+    pub(super) processes: Vec<ProcessSlot>,
+    /// The processes' change feed, when the deployment has one.
+    pub(super) feed: Option<Arc<Feed>>,
 }
 
 impl Shared {
+    /// The runtime of a node of its own, on the world's store and queue.
     pub(super) fn runtime(&self, node: Arc<Mutex<Option<madsim::task::NodeId>>>) -> Arc<Runtime> {
+        let notify = Arc::new(SimNotify {
+            history: self.history.clone(),
+        });
+        Arc::new(self.runtime_with(node, self.store.clone(), self.queue.clone(), notify))
+    }
+
+    /// A runtime on `node` over `store` and `queue`, telling `notify` of status changes.
+    pub(super) fn runtime_with(
+        &self,
+        node: Arc<Mutex<Option<madsim::task::NodeId>>>,
+        store: Arc<dyn TaskStore>,
+        queue: Arc<dyn Queue>,
+        notify: Arc<dyn Notify>,
+    ) -> Runtime {
         let (tools, effects): (Arc<dyn Tools>, Arc<dyn Effects>) = match &self.author {
             Some(author) => {
                 let recorded = Arc::new(RecordedTools {
@@ -230,36 +255,55 @@ impl Shared {
                 }),
             ),
         };
-        Arc::new(
-            Runtime::new(
-                self.store.clone(),
-                self.queue.clone(),
-                tools,
-                Arc::new(SimEnv),
-                Arc::new(SimProbe {
-                    history: self.history.clone(),
-                    knobs: self.knobs.clone(),
-                    node,
-                    faults_on: self.faults_on.clone(),
-                    sweep: self.sweep,
-                    arrivals: self.sweep_arrivals.clone(),
-                }),
-                Arc::new(SimNotify {
-                    history: self.history.clone(),
-                }),
-                RuntimeConfig {
-                    republish_after_ms: 1_000,
-                    queue_lease_ms: 1_000,
-                    idle_ms: 40,
-                    dispatch_batch: 8,
-                    sweep_every_ms: 500,
-                    sweep_batch: self.breadth.sweep_batch.unwrap_or(64),
-                    retry_after_ms: 50,
-                },
-            )
-            .with_effects(effects),
+        Runtime::new(
+            store,
+            queue,
+            tools,
+            Arc::new(SimEnv),
+            Arc::new(SimProbe {
+                history: self.history.clone(),
+                knobs: self.knobs.clone(),
+                node,
+                faults_on: self.faults_on.clone(),
+                sweep: self.sweep,
+                arrivals: self.sweep_arrivals.clone(),
+            }),
+            notify,
+            RuntimeConfig {
+                republish_after_ms: 1_000,
+                queue_lease_ms: 1_000,
+                idle_ms: 40,
+                dispatch_batch: 8,
+                sweep_every_ms: 500,
+                sweep_batch: self.breadth.sweep_batch.unwrap_or(64),
+                retry_after_ms: 50,
+            },
         )
+        .with_effects(effects)
     }
+
+    /// An MCP server over `store`, configured as the oracle is told.
+    pub(super) fn server_on(&self, store: Arc<dyn TaskStore>) -> Server {
+        server_on(store, self.catalog.clone(), self.server_facts)
+    }
+}
+
+fn server_on(store: Arc<dyn TaskStore>, catalog: Arc<dyn Catalog>, facts: ServerFacts) -> Server {
+    Server::new(
+        store,
+        catalog,
+        Arc::new(SimEnv),
+        ServerConfig {
+            ttl_ms_default: facts.ttl_ms_default,
+            ttl_ms_max: facts.ttl_ms_max,
+            poll_interval_ms: facts.poll_interval_ms,
+            list_page: facts.list_page,
+            log_store_errors: false,
+            // The clients are the system under test's peers, not abusers: no budget.
+            limits: crate::mcp::limits::LimitsConfig::unlimited(),
+            ..ServerConfig::default()
+        },
+    )
 }
 
 /// Which loop a runtime node runs.
@@ -438,36 +482,55 @@ impl World<'_> {
             sweep,
             sweep_arrivals: Arc::default(),
             known: Mutex::new(Vec::new()),
-            server: Arc::new(Server::new(
-                store.clone(),
-                catalog,
-                Arc::new(SimEnv),
-                ServerConfig {
-                    ttl_ms_default: server_facts.ttl_ms_default,
-                    ttl_ms_max: server_facts.ttl_ms_max,
-                    poll_interval_ms: server_facts.poll_interval_ms,
-                    list_page: server_facts.list_page,
-                    log_store_errors: false,
-                    // The clients are the system under test's peers, not abusers: no budget.
-                    limits: crate::mcp::limits::LimitsConfig::unlimited(),
-                    ..ServerConfig::default()
-                },
-            )),
+            server: Arc::new(server_on(store.clone(), catalog.clone(), server_facts)),
+            catalog,
             author,
+            processes: match scenario.deployment.queue {
+                QueueHome::External => Vec::new(),
+                QueueHome::InProcess => (0..scenario.deployment.processes)
+                    .map(|_| ProcessSlot::default())
+                    .collect(),
+            },
+            feed: scenario.deployment.change_feed.then(Arc::default),
         })
     }
 }
 
 type Nodes = (
     Vec<NodeHandle>,
-    NodeHandle,
+    Option<NodeHandle>,
     Vec<madsim::task::JoinHandle<()>>,
 );
 
-/// The dispatcher and the workers (the nodes faults may hit), the sweeper, and one client
-/// node per tenant.
+/// The nodes faults may hit (the dispatcher and the workers, or the server processes),
+/// the sweeper (an external queue's), and one client node per tenant.
 fn start_nodes(handle: &Handle, shared: &Arc<Shared>, plan: &Plan) -> Nodes {
     let (scenario, history) = (&shared.scenario, &shared.history);
+    let (killable, sweeper) = match scenario.deployment.queue {
+        QueueHome::External => runtime_nodes(handle, shared),
+        QueueHome::InProcess => {
+            let processes = (0..scenario.deployment.processes)
+                .map(|index| process_node(handle, shared, index))
+                .collect();
+            (processes, None)
+        }
+    };
+    let clients: Vec<_> = (0..scenario.tenants)
+        .map(|tenant| {
+            let name = format!("client-{tenant}");
+            let node = handle.create_node().name(name.clone()).build();
+            history.name(node.id(), &name);
+            let era = plan.client_eras.get(tenant).copied().unwrap_or_default();
+            node.spawn(client(shared.clone(), tenant, era))
+        })
+        .collect();
+
+    (killable, sweeper, clients)
+}
+
+/// The dispatcher and the workers, each a node of its own, and the sweeper.
+fn runtime_nodes(handle: &Handle, shared: &Arc<Shared>) -> (Vec<NodeHandle>, Option<NodeHandle>) {
+    let scenario = &shared.scenario;
     let mut killable = vec![runtime_node(
         handle,
         shared,
@@ -483,17 +546,7 @@ fn start_nodes(handle: &Handle, shared: &Arc<Shared>, plan: &Plan) -> Nodes {
         ));
     }
     let sweeper = runtime_node(handle, shared, "sweeper".into(), Role::Sweeper);
-    let clients: Vec<_> = (0..scenario.tenants)
-        .map(|tenant| {
-            let name = format!("client-{tenant}");
-            let node = handle.create_node().name(name.clone()).build();
-            history.name(node.id(), &name);
-            let era = plan.client_eras.get(tenant).copied().unwrap_or_default();
-            node.spawn(client(shared.clone(), tenant, era))
-        })
-        .collect();
-
-    (killable, sweeper, clients)
+    (killable, Some(sweeper))
 }
 
 /// Safety phase: the planned faults, one at a time.

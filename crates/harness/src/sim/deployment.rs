@@ -1,0 +1,282 @@
+//! The deployment `tasklatch serve` is, simulated (`"deployment": {"queue": "in-process"}`):
+//! each server process is one node running the MCP server, its in-process queue, a
+//! dispatcher, the workers and a sweeper, wired as `mcp::Assembly` wires them (admissions
+//! ring the dispatcher, status changes wake blocked calls). A kill takes all of them at
+//! once and only the store survives: what the queue held is gone, and only the outbox
+//! brings it back. Clients reach a process by running their request on its node, so a
+//! request in flight when the process dies is answered by nothing, as a dropped
+//! connection is. With several processes and a change feed (PostgreSQL's
+//! `LISTEN/NOTIFY`), each process hears what the others wrote.
+
+use super::SimEnv;
+use super::client::{Reply, rpc};
+use super::faults::FaultyQueue;
+use super::history::History;
+use super::recording::RecordingStore;
+use super::tools::SimNotify;
+use super::world::Shared;
+use crate::check::Event;
+use crate::contract::{Negotiated, TaskRecord};
+use crate::mcp::{Server, Session};
+use crate::runtime::{MemoryQueue, Notify};
+use crate::store::{
+    Answer, Change, ChangeFeed, ChangeSink, CreateCommand, InputCommand, ListPage, ListQuery,
+    OutboxClaim, StoreError, TaskStore, TransitionCommand,
+};
+use madsim::runtime::{Handle, NodeHandle};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A request on its way to a process, with where its answer goes.
+struct Request {
+    session: Session,
+    method: String,
+    params: serde_json::Value,
+    answer: tokio::sync::oneshot::Sender<Reply>,
+}
+
+/// One server process as the clients find it: the inbox of its current incarnation (its
+/// listening socket), replaced when it restarts.
+#[derive(Default)]
+pub(super) struct ProcessSlot {
+    inbox: Mutex<Option<tokio::sync::mpsc::UnboundedSender<Request>>>,
+}
+
+impl ProcessSlot {
+    /// `method` sent to this process's server, handled on its node: [`Reply::Lost`] when
+    /// the process is down or dies before it answers (the request may or may not have
+    /// happened).
+    pub(super) async fn call(
+        &self,
+        session: &Session,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Reply {
+        let inbox = self.inbox.lock().expect("process inbox").clone();
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let request = Request {
+            session: session.clone(),
+            method: method.to_owned(),
+            params,
+            answer,
+        };
+        let sent = inbox.is_some_and(|inbox| inbox.send(request).is_ok());
+        if !sent {
+            return Reply::Lost;
+        }
+        answered.await.unwrap_or(Reply::Lost)
+    }
+}
+
+/// The processes' change feed: each live process's listener, by process.
+#[derive(Default)]
+pub(super) struct Feed {
+    listeners: Mutex<Vec<(usize, tokio::sync::mpsc::UnboundedSender<Change>)>>,
+}
+
+impl Feed {
+    /// Tells every other live process that `task_id` changed (a listener whose process
+    /// died is dropped).
+    fn announce(&self, from: usize, task_id: &str, history: &History) {
+        let mut listeners = self.listeners.lock().expect("feed listeners");
+        listeners.retain(|(process, listener)| {
+            *process == from || listener.send(Change::Task(task_id.to_owned())).is_ok()
+        });
+        if listeners.iter().any(|(process, _)| *process != from) {
+            history.mark("change-fed");
+        }
+    }
+}
+
+/// The store as one process holds it: the world's store, whose writes this process
+/// announces on the feed (a transition, a cancel, an answer: what PostgreSQL notifies).
+struct ProcessStore {
+    store: Arc<RecordingStore>,
+    process: usize,
+    feed: Option<Arc<Feed>>,
+    history: Arc<History>,
+}
+
+impl ProcessStore {
+    fn announced(
+        &self,
+        task_id: &str,
+        answer: Result<Answer, StoreError>,
+    ) -> Result<Answer, StoreError> {
+        if let (Some(feed), Ok(_)) = (&self.feed, &answer) {
+            feed.announce(self.process, task_id, &self.history);
+        }
+        answer
+    }
+}
+
+impl TaskStore for ProcessStore {
+    fn create(&self, command: &CreateCommand) -> Result<Answer, StoreError> {
+        self.store.create(command)
+    }
+    fn transition(&self, command: &TransitionCommand) -> Result<Answer, StoreError> {
+        self.announced(&command.task_id, self.store.transition(command))
+    }
+    fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.store.read(task_id)
+    }
+    fn get(&self, caller: &str, task_id: &str, now_ms: u64) -> Result<Answer, StoreError> {
+        self.store.get(caller, task_id, now_ms)
+    }
+    fn result(&self, caller: &str, task_id: &str, now_ms: u64) -> Result<Answer, StoreError> {
+        self.store.result(caller, task_id, now_ms)
+    }
+    fn cancel(
+        &self,
+        negotiated: Negotiated,
+        caller: &str,
+        task_id: &str,
+        now_ms: u64,
+    ) -> Result<Answer, StoreError> {
+        let answer = self.store.cancel(negotiated, caller, task_id, now_ms);
+        self.announced(task_id, answer)
+    }
+    fn answer_input(&self, command: &InputCommand) -> Result<Answer, StoreError> {
+        self.announced(&command.task_id, self.store.answer_input(command))
+    }
+    fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        self.store.list(query)
+    }
+    fn claim(
+        &self,
+        worker: &str,
+        now_ms: u64,
+        lease_ms: u64,
+        max: usize,
+    ) -> Result<Vec<OutboxClaim>, StoreError> {
+        self.store.claim(worker, now_ms, lease_ms, max)
+    }
+    fn ack(&self, task_id: &str, attempt: u32, now_ms: u64) -> Result<bool, StoreError> {
+        self.store.ack(task_id, attempt, now_ms)
+    }
+    fn release_expired_leases(&self, now_ms: u64) -> Result<usize, StoreError> {
+        self.store.release_expired_leases(now_ms)
+    }
+    fn sweep_expired(&self, now_ms: u64, max: usize) -> Result<usize, StoreError> {
+        self.store.sweep_expired(now_ms, max)
+    }
+    fn import(&self, records: &[TaskRecord]) -> Result<(), StoreError> {
+        self.store.import(records)
+    }
+
+    /// Listens on the feed from the calling node (the process): a task of its own hands
+    /// each change to `sink`, and dies with the process.
+    fn changes(&self, sink: ChangeSink) -> Result<Option<ChangeFeed>, StoreError> {
+        let Some(feed) = &self.feed else {
+            return Ok(None);
+        };
+        let (listener, mut changes) = tokio::sync::mpsc::unbounded_channel();
+        feed.listeners
+            .lock()
+            .expect("feed listeners")
+            .push((self.process, listener));
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        drop(madsim::task::spawn(async move {
+            while let Some(change) = changes.recv().await {
+                if stopped.load(Ordering::SeqCst) {
+                    return;
+                }
+                sink(change);
+            }
+        }));
+        Ok(Some(ChangeFeed::new(stop)))
+    }
+}
+
+/// The runtime's status changes reach the process's server (waits, notifications) and
+/// the history (what the oracle's I10 reads).
+struct Told {
+    server: Arc<Server>,
+    recorded: SimNotify,
+}
+
+impl Notify for Told {
+    fn status_changed(&self, record: &TaskRecord) {
+        self.recorded.status_changed(record);
+        self.server.status_changed(record);
+    }
+}
+
+/// Starts server process `index`: a node whose every incarnation builds a fresh server,
+/// queue and runtime on the world's store, and runs them until it is killed.
+pub(super) fn process_node(handle: &Handle, shared: &Arc<Shared>, index: usize) -> NodeHandle {
+    let name = format!("process-{index}");
+    let node_id: Arc<Mutex<Option<madsim::task::NodeId>>> = Arc::default();
+    let (init_shared, init_node_id) = (shared.clone(), node_id.clone());
+    let node = handle
+        .create_node()
+        .name(name.clone())
+        .init(move || {
+            let shared = init_shared.clone();
+            let node_id = init_node_id.clone();
+            async move { run_process(shared, index, node_id).await }
+        })
+        .build();
+    *node_id.lock().expect("node slot") = Some(node.id());
+    shared.history.name(node.id(), &name);
+    node
+}
+
+/// One incarnation of a server process, on its node.
+async fn run_process(
+    shared: Arc<Shared>,
+    index: usize,
+    node_id: Arc<Mutex<Option<madsim::task::NodeId>>>,
+) {
+    let store: Arc<dyn TaskStore> = Arc::new(ProcessStore {
+        store: shared.store.clone(),
+        process: index,
+        feed: shared.feed.clone(),
+        history: shared.history.clone(),
+    });
+    let server = Arc::new(shared.server_on(store.clone()));
+    let admitted = Arc::new(tokio::sync::Notify::new());
+    server.ring_on_admission(admitted.clone());
+    let queue = Arc::new(FaultyQueue {
+        inner: MemoryQueue::default(),
+        history: shared.history.clone(),
+        knobs: shared.knobs.clone(),
+        faults_on: shared.faults_on.clone(),
+    });
+    let told = Arc::new(Told {
+        server: server.clone(),
+        recorded: SimNotify {
+            history: shared.history.clone(),
+        },
+    });
+    let runtime = Arc::new(
+        shared
+            .runtime_with(node_id, store, queue, told)
+            .with_bells(admitted),
+    );
+    // Held for the incarnation's life: dropped (the feed stopped) when the process dies.
+    let _feed = server
+        .follow_store_changes()
+        .expect("the simulated feed starts");
+    let (inbox, mut requests) = tokio::sync::mpsc::unbounded_channel();
+    *shared.processes[index].inbox.lock().expect("process inbox") = Some(inbox);
+    shared.history.push(Event::Fault {
+        what: format!("process-{index} serving"),
+        at_ms: crate::runtime::Env::now_ms(&SimEnv),
+    });
+    runtime.start(shared.scenario.workers);
+    // Each request handled by a task of this node, as a connection's: all die with it.
+    while let Some(request) = requests.recv().await {
+        let server = server.clone();
+        drop(madsim::task::spawn(async move {
+            let Request {
+                session,
+                method,
+                params,
+                answer,
+            } = request;
+            let _ = answer.send(rpc(&server, &session, &method, params).await);
+        }));
+    }
+}
