@@ -71,6 +71,47 @@ fn one_key_two_live_tasks_is_i5_but_not_after_expiry() {
     assert_eq!(invariants(&other_digest), ["I5"]);
 }
 
+/// t's admission, its request digest `digest`, at `at_ms`.
+fn admitted(task_id: &str, digest: &str, at_ms: u64) -> Event {
+    let mut event = applied(
+        task_id,
+        AppliedKind::Create,
+        None,
+        1,
+        TaskStatus::Working,
+        at_ms,
+    );
+    if let Event::Applied { asked, .. } = &mut event
+        && let Asked::Create { digest: asked, .. } = &mut **asked
+    {
+        *asked = digest.to_owned();
+    }
+    event
+}
+
+#[test]
+fn a_keyed_retry_that_admits_a_second_task_is_i5_even_unanswered() {
+    let mut lost = create("t1", "k", "d1", Decision::AcceptTask, 10);
+    if let Event::Client { result, .. } = &mut lost {
+        *result = ClientResult::Indeterminate;
+    }
+    // The first answer lost; the retry (a new session) admitted another task.
+    let twice = [
+        admitted("t1", "d1", 10),
+        lost.clone(),
+        admitted("t2", "d1", 20),
+        create("t2", "k", "d1", Decision::AcceptTask, 20),
+    ];
+    assert_eq!(invariants(&twice), ["I5"]);
+    // The retry found the first: one task.
+    let once = [
+        admitted("t1", "d1", 10),
+        lost,
+        create("t1", "k", "d1", Decision::ReplayTask, 20),
+    ];
+    assert_eq!(invariants(&once), Vec::<&str>::new());
+}
+
 #[test]
 fn rewrites_stale_writes_late_writes_and_leaks_are_named() {
     let rewrite = [

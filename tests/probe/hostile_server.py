@@ -23,6 +23,8 @@ contract is not. Two modes:
       then comes back                            -> hostile.expired-stays-gone
     an idempotency key answers its task for any
       arguments                                  -> hostile.idempotency-key.bound-to-request
+    an idempotency key is bound to the session
+      that sent it (2025-11-25 sessions)         -> hostile.keyed-retry-after-reconnect
     a tools/call that does not declare the 2026
       extension still gets a task                -> hostile.no-task-without-extension
     every retried tools/call a new task          -> hostile.retried-call (a risk)
@@ -109,9 +111,11 @@ def task_fields(task_id, modern):
     return fields
 
 
-def create(owner, params, modern):
+def create(owner, params, modern, session=None):
     meta = params.get("_meta") or {}
     key = meta.get(KEY_META)
+    if key is not None and not modern:
+        key = (session, key)
     if key is not None and key in keys:
         return keys[key]
     if MODE == "http-workload" and len(creates) % 5 == 4:
@@ -179,7 +183,7 @@ def handle_stdio(method, params):
     raise RpcError(-32601, "Method not found")
 
 
-def handle_http(owner, method, params):
+def handle_http(owner, method, params, session=None):
     modern = ENVELOPE_VERSION in (params.get("_meta") or {})
     if method == "initialize":
         return {
@@ -196,7 +200,7 @@ def handle_http(owner, method, params):
             tool["execution"] = {"taskSupport": "optional"}
         return {"tools": [tool]}
     if method == "tools/call":
-        task_id = create(owner, params, modern)
+        task_id = create(owner, params, modern, session)
         if modern:
             return dict(task_fields(task_id, True), resultType="task")
         return {"task": task_fields(task_id, False)}
@@ -274,12 +278,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("content-length") or 0))
         owner = self.headers.get("authorization") or "anonymous"
+        session = self.headers.get("mcp-session-id")
+        issued = None
         try:
             message = json.loads(body)
         except ValueError:
             reply = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
         else:
-            reply = answer(message, lambda method, params: handle_http(owner, method, params))
+            if isinstance(message, dict) and message.get("method") == "initialize":
+                issued = session = str(uuid.uuid4())
+            reply = answer(message, lambda method, params: handle_http(owner, method, params, session))
         if reply is None:
             self.send_response(202)
             self.send_header("content-length", "0")
@@ -287,6 +295,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         data = json.dumps(reply).encode()
         self.send_response(200)
+        if issued is not None:
+            self.send_header("mcp-session-id", issued)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
         self.end_headers()

@@ -54,6 +54,7 @@ fn construct<'h>(before: Option<&Record<'h>>, asked: &'h Asked, at_ms: u64) -> O
             poll_interval_ms,
             era,
             input_responses,
+            ..
         } => Record {
             status: TaskStatus::Working,
             version: 1,

@@ -2,8 +2,8 @@
 //! [`TaskView`]: the task's events and what its applied changes established.
 
 use super::{
-    AppliedKind, CheckContext, ClientOp, ClientResult, Event, Revealed, TaskFacts, Violation,
-    violation,
+    AppliedKind, Asked, CheckContext, ClientOp, ClientResult, Event, Revealed, TaskFacts,
+    Violation, violation,
 };
 use crate::contract::{Decision, Era, TaskOutcome, TaskStatus};
 use std::collections::BTreeMap;
@@ -563,6 +563,67 @@ pub(super) fn f1_explained_store_errors(history: &[Event], out: &mut Vec<Violati
                 format!("the store failed {op} with no fault to explain it: {error}"),
                 vec![index],
             ));
+        }
+    }
+}
+
+/// I5 as the store saw it: one caller's keyed request (its admissions matched by digest,
+/// whatever key the server bound) admits one task while that task lives. A retry from a new
+/// session — after a lost answer, a dropped connection, a restart — must find the first;
+/// answered admissions alone cannot show it when the first answer never arrived.
+pub(super) fn i5_one_admission_per_key(history: &[Event], out: &mut Vec<Violation>) {
+    // (caller, digest) → the key a client sent it under, answered or not.
+    let mut keys: BTreeMap<(&str, &str), &str> = BTreeMap::new();
+    for event in history {
+        if let Event::Client {
+            caller,
+            op:
+                ClientOp::Create {
+                    idempotency_key: Some(key),
+                    digest,
+                    ..
+                },
+            ..
+        } = event
+        {
+            keys.entry((caller.as_str(), digest.as_str()))
+                .or_insert(key.as_str());
+        }
+    }
+    // (caller, key) → (task, its expiry, event) of the admission holding the key.
+    let mut holders: BTreeMap<(&str, &str), (&str, Option<u64>, usize)> = BTreeMap::new();
+    for (index, event) in history.iter().enumerate() {
+        let Event::Applied {
+            task_id,
+            auth_key,
+            kind: AppliedKind::Create,
+            asked,
+            expires_at_ms,
+            at_ms,
+            ..
+        } = event
+        else {
+            continue;
+        };
+        let Asked::Create { digest, .. } = &**asked else {
+            continue;
+        };
+        let Some(&key) = keys.get(&(auth_key.as_str(), digest.as_str())) else {
+            continue;
+        };
+        let slot = (auth_key.as_str(), key);
+        match holders.get(&slot) {
+            Some(&(holder, expiry, first)) if expiry.is_none_or(|expires| *at_ms < expires) => {
+                out.push(violation(
+                    "I5",
+                    task_id,
+                    format!("key {key} admitted tasks {holder} and {task_id} for one request"),
+                    vec![first, index],
+                ));
+            }
+            _ => {
+                holders.insert(slot, (task_id, *expires_at_ms, index));
+            }
         }
     }
 }

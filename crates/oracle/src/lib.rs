@@ -221,6 +221,9 @@ pub enum Asked {
         era: Era,
         /// Answers admitted with the task (2026-07-28 multi round-trip input).
         input_responses: Option<InputMap>,
+        /// The request's digest, as a client's create names it: ties the admission to the
+        /// request that asked for it, whatever key the server bound it to. Empty: unknown.
+        digest: String,
     },
     /// A status transition.
     Transition {
@@ -567,6 +570,7 @@ pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
     }
     invariants::i4_tenant_isolation(history, &mut violations);
     invariants::i5_idempotent_admission(history, &mut violations);
+    invariants::i5_one_admission_per_key(history, &mut violations);
     invariants::f1_explained_store_errors(history, &mut violations);
     accounting::check(history, &mut violations);
     fields::i13_admitted_as_asked(history, context, &mut violations);

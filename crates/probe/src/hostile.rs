@@ -2,7 +2,7 @@
 //! judged it: the probe sees only the wire, so "the tool's body ran" means its result came
 //! back, and "the task is gone" means the server answered it as unknown.
 
-use super::peer::{self, IDEMPOTENCY_META, Peer, TaskView, code};
+use super::peer::{self, Peer, TaskView, code};
 use super::shapes::{Context, Outcomes, UNKNOWN_TASK_ID, chosen_tool, create_task, status_name};
 use super::transport::Exchange;
 use super::{Level, Verdict};
@@ -32,7 +32,7 @@ pub async fn run(context: &Context<'_>) -> Vec<super::CheckOutcome> {
     cancel_at_completion(context, &mut out).await;
     terminal_never_changes(context, &mut out).await;
     expired_stays_gone(context, &mut out).await;
-    retried_call(context, &mut out).await;
+    super::retry::retried_call(context, &mut out).await;
     out.list
 }
 
@@ -788,144 +788,6 @@ async fn expired_stays_gone(context: &Context<'_>, out: &mut Outcomes) {
             &evidence,
         ),
     }
-}
-
-async fn retried_call(context: &Context<'_>, out: &mut Outcomes) {
-    let (tool, arguments) = match chosen_tool(context) {
-        Ok(chosen) => chosen,
-        Err(why) => {
-            out.not_applicable("hostile.retried-call", Level::Should, &why);
-            out.not_applicable(
-                "hostile.idempotency-key.bound-to-request",
-                Level::Must,
-                &why,
-            );
-            return;
-        }
-    };
-    unkeyed_retry(context, out, &tool, &arguments).await;
-    keyed_retry(context, out, &tool, &arguments).await;
-}
-
-/// An identical `tools/call` sent twice: one task (a risk when two).
-async fn unkeyed_retry(context: &Context<'_>, out: &mut Outcomes, tool: &str, arguments: &Value) {
-    let peer = &context.opened.peer;
-    let first = peer.create(tool, arguments, None).await;
-    let second = peer.create(tool, arguments, None).await;
-    let ids = |exchange: &Exchange| peer.created(exchange).map(|view: TaskView| view.task_id);
-    match (ids(&first), ids(&second)) {
-        (Some(a), Some(b)) if a != b => out.add(
-            "hostile.retried-call",
-            Level::Should,
-            Verdict::Risk,
-            format!(
-                "a retried identical tools/call created a second task ({a}, then {b}): a client \
-                 that lost the first answer runs the work twice (2025-11-25 and 2026-07-28 \
-                 define no idempotency key)"
-            ),
-            &[&first, &second],
-        ),
-        (Some(_), Some(_)) => out.add(
-            "hostile.retried-call",
-            Level::Should,
-            Verdict::Pass,
-            "the retry was answered with the same task",
-            &[&first, &second],
-        ),
-        _ => out.not_applicable(
-            "hostile.retried-call",
-            Level::Should,
-            "n/a: no task was created",
-        ),
-    }
-}
-
-/// A keyed call retried replays its task; the key reused with other arguments is refused.
-async fn keyed_retry(context: &Context<'_>, out: &mut Outcomes, tool: &str, arguments: &Value) {
-    let peer = &context.opened.peer;
-    let ids = |exchange: &Exchange| peer.created(exchange).map(|view: TaskView| view.task_id);
-    let key = format!(
-        "tasklatch-probe-{}-{}",
-        std::process::id(),
-        context.clock.now_ms()
-    );
-    let meta = json!({ IDEMPOTENCY_META: key });
-    let keyed = peer.create_with_meta(tool, arguments, meta.clone()).await;
-    let replay = peer.create_with_meta(tool, arguments, meta.clone()).await;
-    match (ids(&keyed), ids(&replay)) {
-        // A server without the key would have made a second task; failing the very request
-        // that just succeeded is the key's replay going wrong.
-        (Some(a), None) => out.add(
-            "hostile.idempotency-key.bound-to-request",
-            Level::Must,
-            Verdict::Fail,
-            format!(
-                "the keyed call created task {a}, and its identical retry (same \
-                 _meta[\"{IDEMPOTENCY_META}\"]) failed instead of replaying it"
-            ),
-            &[&keyed, &replay],
-        ),
-        (Some(a), Some(b)) if a == b => {
-            let altered = altered_arguments(arguments);
-            let reused = peer.create_with_meta(tool, &altered, meta).await;
-            out.judge(
-                "hostile.idempotency-key.bound-to-request",
-                Level::Must,
-                &format!(
-                    "_meta[\"{IDEMPOTENCY_META}\"] replays its task, and reused with other \
-                     arguments is refused"
-                ),
-                match ids(&reused) {
-                    Some(id) if id == a => {
-                        Some("the key answered the first task for a different request".to_owned())
-                    }
-                    Some(id) => Some(format!(
-                        "the key reused with other arguments created another task {id}"
-                    )),
-                    // 2026-07-28 answers bad arguments as a tool error: refused too.
-                    None if reused.error().is_some()
-                        || reused
-                            .result()
-                            .is_some_and(|result| result["isError"] == true) =>
-                    {
-                        None
-                    }
-                    None => Some(format!("neither refused nor a task: {}", reused.summary())),
-                },
-                &[&keyed, &reused],
-            );
-        }
-        _ => {
-            let why = format!(
-                "n/a: the server offers no idempotency key (tried _meta[\"{IDEMPOTENCY_META}\"], tasklatch's)"
-            );
-            out.not_applicable(
-                "hostile.idempotency-key.bound-to-request",
-                Level::Must,
-                &why,
-            );
-        }
-    }
-}
-
-/// The same request with one argument changed: the first string gets a suffix, else the
-/// first number grows by one, else an extra property is added.
-fn altered_arguments(arguments: &Value) -> Value {
-    let mut altered = arguments.clone();
-    let Value::Object(object) = &mut altered else {
-        return json!({ "tasklatchProbeAltered": true });
-    };
-    if let Some(text) = object.values_mut().find_map(|value| match value {
-        Value::String(text) => Some(text),
-        _ => None,
-    }) {
-        text.push_str("-altered");
-    } else if let Some(number) = object.values_mut().find(|value| value.is_u64()) {
-        *number = json!(number.as_u64().unwrap_or(0) + 1);
-    } else {
-        object.insert("tasklatchProbeAltered".to_owned(), json!(true));
-    }
-    altered
 }
 
 /// `tool` called as a task with arguments sampled from its schema.

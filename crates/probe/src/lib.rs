@@ -45,6 +45,7 @@ pub mod oracle;
 pub mod peer;
 pub mod progress;
 pub mod render;
+pub mod retry;
 pub mod shapes;
 pub mod swimlane;
 pub mod transport;

@@ -153,6 +153,15 @@ pub struct Peer {
 }
 
 impl Peer {
+    /// A new connection of this peer's identity (over HTTP; a stdio connection is its
+    /// process, so `None`).
+    pub fn reconnected(&self) -> Option<Connection> {
+        match &*self.connection {
+            Connection::Http(http) => Some(Connection::Http(http.sibling())),
+            Connection::Stdio(_) => None,
+        }
+    }
+
     /// A peer for `era` over `connection`.
     pub fn new(era: Era, connection: Arc<Connection>, timeout: Duration) -> Peer {
         Peer {

@@ -658,6 +658,16 @@ impl HttpPeer {
         }
     }
 
+    /// A new connection of the same identity, with no session yet.
+    pub fn sibling(&self) -> HttpPeer {
+        HttpPeer::new(
+            self.url.clone(),
+            self.identity.clone(),
+            self.token.clone(),
+            self.clock,
+        )
+    }
+
     /// The session id the server gave at `initialize`, if any.
     pub fn session(&self) -> Option<String> {
         lock(&self.session).clone()

@@ -32,6 +32,7 @@ pub fn applied(
                 poll_interval_ms: None,
                 era: Era::Core2025,
                 input_responses: None,
+                digest: String::new(),
             },
             AppliedKind::Cancel => Asked::Cancel,
             _ => Asked::Transition {

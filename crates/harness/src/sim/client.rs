@@ -184,6 +184,8 @@ struct Client {
     task_params: serde_json::Value,
     /// The server process it speaks to (an in-process queue's deployment).
     process: Option<usize>,
+    /// Connections it opened after its first (each a new session).
+    reconnects: u32,
     /// The history's length when its last request was sent (the next record's
     /// `sent_after`).
     sent_after: std::sync::Mutex<Option<usize>>,
@@ -211,6 +213,7 @@ impl Client {
             },
             process: (!shared.processes.is_empty()).then(|| tenant % shared.processes.len()),
             sent_after: std::sync::Mutex::new(None),
+            reconnects: 0,
             shared,
             caller,
             name,
@@ -261,6 +264,15 @@ impl Client {
             }
             None => json!({}),
         };
+    }
+
+    /// A new connection under the same identity: a new session, as a client that lost its
+    /// connection (or its patience) opens one and retries there. One key of one caller is
+    /// one task whichever session sends it.
+    fn reconnect(&mut self) {
+        self.reconnects += 1;
+        self.session.id = format!("{}~{}", self.name, self.reconnects);
+        self.mark("reconnected");
     }
 
     /// Whether this answer is lost on its way back (the knob's chance).
@@ -367,7 +379,10 @@ impl Client {
             match reply {
                 Reply::Unavailable | Reply::Lost => {
                     let result = match reply {
-                        Reply::Lost => ClientResult::Indeterminate,
+                        Reply::Lost => {
+                            self.reconnect();
+                            ClientResult::Indeterminate
+                        }
                         _ => ClientResult::Fail { unavailable: true },
                     };
                     self.record(op, result);
@@ -379,6 +394,8 @@ impl Client {
                 _ if lost => {
                     self.mark("lost-response");
                     self.record(op, ClientResult::Indeterminate);
+                    // A client that timed out drops its connection and retries on a new one.
+                    self.reconnect();
                 }
                 Reply::Result(result) => {
                     let revealed: Vec<Revealed> = self.created_task(&result).into_iter().collect();

@@ -148,6 +148,7 @@ impl TaskStore for RecordingStore {
                     poll_interval_ms: command.poll_interval_ms,
                     era: command.era,
                     input_responses: command.input_responses.clone(),
+                    digest: command.request.digest().as_str().to_owned(),
                 };
                 self.applied(AppliedKind::Create, None, asked, record, command.now_ms)
             }

@@ -74,6 +74,7 @@ pub const KNOWN_MARKS: &[&str] = &[
     "cancelled-past-point",
     "connection-lost",
     "change-fed",
+    "reconnected",
 ];
 
 /// One scenario file: a workload, its faults and phases, the default seeds and the
