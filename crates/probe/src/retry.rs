@@ -26,11 +26,24 @@ pub(super) async fn retried_call(context: &Context<'_>, out: &mut Outcomes) {
         }
     };
     unkeyed_retry(context, out, &tool, &arguments).await;
-    keyed_retry(context, out, &tool, &arguments).await;
+    let replays = keyed_retry(context, out, &tool, &arguments).await;
     // 2026-07-28 has no session: every request is already a new connection.
-    if context.opened.peer.era == Era::Core2025 {
-        keyed_retry_after_reconnect(context, out, &tool, &arguments).await;
+    if context.opened.peer.era != Era::Core2025 {
+        return;
     }
+    // Only a key that replays on one session can be judged across two.
+    if replays {
+        keyed_retry_after_reconnect(context, out, &tool, &arguments).await;
+    } else {
+        out.not_applicable(RECONNECT_CHECK, Level::Must, &no_key());
+    }
+}
+
+/// Why the key checks do not apply to a server that does not replay a keyed call.
+fn no_key() -> String {
+    format!(
+        "n/a: the server offers no idempotency key (tried _meta[\"{IDEMPOTENCY_META}\"], tasklatch's)"
+    )
 }
 
 const RECONNECT_CHECK: &str = "hostile.keyed-retry-after-reconnect";
@@ -99,13 +112,7 @@ async fn keyed_retry_after_reconnect(
             ),
             &evidence,
         ),
-        _ => out.not_applicable(
-            RECONNECT_CHECK,
-            Level::Must,
-            &format!(
-                "n/a: the server offers no idempotency key (tried _meta[\"{IDEMPOTENCY_META}\"], tasklatch's)"
-            ),
-        ),
+        _ => out.not_applicable(RECONNECT_CHECK, Level::Must, &no_key()),
     }
 }
 
@@ -143,7 +150,13 @@ async fn unkeyed_retry(context: &Context<'_>, out: &mut Outcomes, tool: &str, ar
 }
 
 /// A keyed call retried replays its task; the key reused with other arguments is refused.
-async fn keyed_retry(context: &Context<'_>, out: &mut Outcomes, tool: &str, arguments: &Value) {
+/// Whether the retry replayed it (the key works on one session).
+async fn keyed_retry(
+    context: &Context<'_>,
+    out: &mut Outcomes,
+    tool: &str,
+    arguments: &Value,
+) -> bool {
     let peer = &context.opened.peer;
     let ids = |exchange: &Exchange| peer.created(exchange).map(|view: TaskView| view.task_id);
     let key = format!(
@@ -157,16 +170,19 @@ async fn keyed_retry(context: &Context<'_>, out: &mut Outcomes, tool: &str, argu
     match (ids(&keyed), ids(&replay)) {
         // A server without the key would have made a second task; failing the very request
         // that just succeeded is the key's replay going wrong.
-        (Some(a), None) => out.add(
-            "hostile.idempotency-key.bound-to-request",
-            Level::Must,
-            Verdict::Fail,
-            format!(
-                "the keyed call created task {a}, and its identical retry (same \
+        (Some(a), None) => {
+            out.add(
+                "hostile.idempotency-key.bound-to-request",
+                Level::Must,
+                Verdict::Fail,
+                format!(
+                    "the keyed call created task {a}, and its identical retry (same \
                  _meta[\"{IDEMPOTENCY_META}\"]) failed instead of replaying it"
-            ),
-            &[&keyed, &replay],
-        ),
+                ),
+                &[&keyed, &replay],
+            );
+            false
+        }
         (Some(a), Some(b)) if a == b => {
             let altered = altered_arguments(arguments);
             let reused = peer.create_with_meta(tool, &altered, meta).await;
@@ -196,16 +212,16 @@ async fn keyed_retry(context: &Context<'_>, out: &mut Outcomes, tool: &str, argu
                 },
                 &[&keyed, &reused],
             );
+            true
         }
         _ => {
-            let why = format!(
-                "n/a: the server offers no idempotency key (tried _meta[\"{IDEMPOTENCY_META}\"], tasklatch's)"
-            );
+            let why = no_key();
             out.not_applicable(
                 "hostile.idempotency-key.bound-to-request",
                 Level::Must,
                 &why,
             );
+            false
         }
     }
 }
