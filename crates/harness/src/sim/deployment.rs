@@ -12,18 +12,15 @@ use super::SimEnv;
 use super::client::{Reply, rpc};
 use super::faults::FaultyQueue;
 use super::history::History;
-use super::recording::RecordingStore;
 use super::tools::SimNotify;
 use super::world::Shared;
 use crate::check::Event;
-use crate::contract::{Negotiated, TaskRecord};
+use crate::contract::TaskRecord;
 use crate::mcp::{Server, Session};
 use crate::runtime::{MemoryQueue, Notify};
-use crate::store::{
-    Answer, Change, ChangeFeed, ChangeSink, CreateCommand, InputCommand, ListPage, ListQuery,
-    OutboxClaim, StoreError, TaskStore, TransitionCommand,
-};
+use crate::store::{Change, ChangeFeed, ChangeSink, TaskStore};
 use madsim::runtime::{Handle, NodeHandle};
+use madsim::task::NodeId;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -68,113 +65,37 @@ impl ProcessSlot {
     }
 }
 
-/// The processes' change feed: each live process's listener, by process.
+/// The processes' change feed: each live process's listener, by its node.
 #[derive(Default)]
 pub(super) struct Feed {
-    listeners: Mutex<Vec<(usize, tokio::sync::mpsc::UnboundedSender<Change>)>>,
+    listeners: Mutex<Vec<(NodeId, tokio::sync::mpsc::UnboundedSender<Change>)>>,
 }
 
 impl Feed {
     /// Tells every other live process that `task_id` changed (a listener whose process
-    /// died is dropped).
-    fn announce(&self, from: usize, task_id: &str, history: &History) {
+    /// died is dropped). Only a process's writes are announced: a client node's direct
+    /// write (a 2025-11-25 answer to a question) is not a process's.
+    pub(super) fn announce(&self, from: NodeId, task_id: &str, history: &History) {
         let mut listeners = self.listeners.lock().expect("feed listeners");
-        listeners.retain(|(process, listener)| {
-            *process == from || listener.send(Change::Task(task_id.to_owned())).is_ok()
+        if !listeners.iter().any(|(node, _)| *node == from) {
+            return;
+        }
+        listeners.retain(|(node, listener)| {
+            *node == from || listener.send(Change::Task(task_id.to_owned())).is_ok()
         });
-        if listeners.iter().any(|(process, _)| *process != from) {
+        if listeners.iter().any(|(node, _)| *node != from) {
             history.mark("change-fed");
         }
     }
-}
 
-/// The store as one process holds it: the world's store, whose writes this process
-/// announces on the feed (a transition, a cancel, an answer: what PostgreSQL notifies).
-struct ProcessStore {
-    store: Arc<RecordingStore>,
-    process: usize,
-    feed: Option<Arc<Feed>>,
-    history: Arc<History>,
-}
-
-impl ProcessStore {
-    fn announced(
-        &self,
-        task_id: &str,
-        answer: Result<Answer, StoreError>,
-    ) -> Result<Answer, StoreError> {
-        if let (Some(feed), Ok(_)) = (&self.feed, &answer) {
-            feed.announce(self.process, task_id, &self.history);
-        }
-        answer
-    }
-}
-
-impl TaskStore for ProcessStore {
-    fn create(&self, command: &CreateCommand) -> Result<Answer, StoreError> {
-        self.store.create(command)
-    }
-    fn transition(&self, command: &TransitionCommand) -> Result<Answer, StoreError> {
-        self.announced(&command.task_id, self.store.transition(command))
-    }
-    fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.store.read(task_id)
-    }
-    fn get(&self, caller: &str, task_id: &str, now_ms: u64) -> Result<Answer, StoreError> {
-        self.store.get(caller, task_id, now_ms)
-    }
-    fn result(&self, caller: &str, task_id: &str, now_ms: u64) -> Result<Answer, StoreError> {
-        self.store.result(caller, task_id, now_ms)
-    }
-    fn cancel(
-        &self,
-        negotiated: Negotiated,
-        caller: &str,
-        task_id: &str,
-        now_ms: u64,
-    ) -> Result<Answer, StoreError> {
-        let answer = self.store.cancel(negotiated, caller, task_id, now_ms);
-        self.announced(task_id, answer)
-    }
-    fn answer_input(&self, command: &InputCommand) -> Result<Answer, StoreError> {
-        self.announced(&command.task_id, self.store.answer_input(command))
-    }
-    fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
-        self.store.list(query)
-    }
-    fn claim(
-        &self,
-        worker: &str,
-        now_ms: u64,
-        lease_ms: u64,
-        max: usize,
-    ) -> Result<Vec<OutboxClaim>, StoreError> {
-        self.store.claim(worker, now_ms, lease_ms, max)
-    }
-    fn ack(&self, task_id: &str, attempt: u32, now_ms: u64) -> Result<bool, StoreError> {
-        self.store.ack(task_id, attempt, now_ms)
-    }
-    fn release_expired_leases(&self, now_ms: u64) -> Result<usize, StoreError> {
-        self.store.release_expired_leases(now_ms)
-    }
-    fn sweep_expired(&self, now_ms: u64, max: usize) -> Result<usize, StoreError> {
-        self.store.sweep_expired(now_ms, max)
-    }
-    fn import(&self, records: &[TaskRecord]) -> Result<(), StoreError> {
-        self.store.import(records)
-    }
-
-    /// Listens on the feed from the calling node (the process): a task of its own hands
-    /// each change to `sink`, and dies with the process.
-    fn changes(&self, sink: ChangeSink) -> Result<Option<ChangeFeed>, StoreError> {
-        let Some(feed) = &self.feed else {
-            return Ok(None);
-        };
+    /// Listens for `node`: a task of that node (the caller's) hands each change to `sink`,
+    /// and dies with its process.
+    pub(super) fn listen(&self, node: NodeId, sink: ChangeSink) -> ChangeFeed {
         let (listener, mut changes) = tokio::sync::mpsc::unbounded_channel();
-        feed.listeners
+        self.listeners
             .lock()
             .expect("feed listeners")
-            .push((self.process, listener));
+            .push((node, listener));
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
         drop(madsim::task::spawn(async move {
@@ -185,7 +106,7 @@ impl TaskStore for ProcessStore {
                 sink(change);
             }
         }));
-        Ok(Some(ChangeFeed::new(stop)))
+        ChangeFeed::new(stop)
     }
 }
 
@@ -207,7 +128,7 @@ impl Notify for Told {
 /// queue and runtime on the world's store, and runs them until it is killed.
 pub(super) fn process_node(handle: &Handle, shared: &Arc<Shared>, index: usize) -> NodeHandle {
     let name = format!("process-{index}");
-    let node_id: Arc<Mutex<Option<madsim::task::NodeId>>> = Arc::default();
+    let node_id: Arc<Mutex<Option<NodeId>>> = Arc::default();
     let (init_shared, init_node_id) = (shared.clone(), node_id.clone());
     let node = handle
         .create_node()
@@ -224,17 +145,8 @@ pub(super) fn process_node(handle: &Handle, shared: &Arc<Shared>, index: usize) 
 }
 
 /// One incarnation of a server process, on its node.
-async fn run_process(
-    shared: Arc<Shared>,
-    index: usize,
-    node_id: Arc<Mutex<Option<madsim::task::NodeId>>>,
-) {
-    let store: Arc<dyn TaskStore> = Arc::new(ProcessStore {
-        store: shared.store.clone(),
-        process: index,
-        feed: shared.feed.clone(),
-        history: shared.history.clone(),
-    });
+async fn run_process(shared: Arc<Shared>, index: usize, node_id: Arc<Mutex<Option<NodeId>>>) {
+    let store: Arc<dyn TaskStore> = shared.store.clone();
     let server = Arc::new(shared.server_on(store.clone()));
     let admitted = Arc::new(tokio::sync::Notify::new());
     server.ring_on_admission(admitted.clone());

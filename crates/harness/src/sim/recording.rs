@@ -5,8 +5,8 @@ use super::history::History;
 use crate::check::{AppliedKind, Asked, Event, Injection, Stored};
 use crate::contract::{Decision, Negotiated, TaskRecord, TaskStatus};
 use crate::store::{
-    Answer, CreateCommand, InputCommand, ListPage, ListQuery, OutboxClaim, StoreError, TaskStore,
-    TransitionCommand,
+    Answer, ChangeFeed, ChangeSink, CreateCommand, InputCommand, ListPage, ListQuery, OutboxClaim,
+    StoreError, TaskStore, TransitionCommand,
 };
 use std::sync::Arc;
 
@@ -27,9 +27,20 @@ pub(super) struct RecordingStore {
     pub(super) id_collision_percent: u64,
     /// Ids of the tasks admitted so far, in order.
     pub(super) issued: std::sync::Mutex<Vec<String>>,
+    /// The server processes' change feed (PostgreSQL's `LISTEN/NOTIFY`), when the
+    /// deployment has one: a write is announced to every process but the writer's.
+    pub(super) feed: Option<Arc<super::deployment::Feed>>,
 }
 
 impl RecordingStore {
+    /// Tells the other processes that `task_id` changed (a transition, a cancel, an
+    /// answer: what PostgreSQL notifies), if there is a feed.
+    fn announce(&self, task_id: &str) {
+        if let Some(feed) = &self.feed {
+            feed.announce(madsim::plugin::node(), task_id, &self.history);
+        }
+    }
+
     /// Records an error of the store under test (F1 judges it), and passes it on.
     fn failed<T>(
         &self,
@@ -148,7 +159,7 @@ impl TaskStore for RecordingStore {
                     poll_interval_ms: command.poll_interval_ms,
                     era: command.era,
                     input_responses: command.input_responses.clone(),
-                    digest: command.request.digest().as_str().to_owned(),
+                    digest: record.request_digest.as_str().to_owned(),
                 };
                 self.applied(AppliedKind::Create, None, asked, record, command.now_ms)
             }
@@ -201,6 +212,7 @@ impl TaskStore for RecordingStore {
                 at_ms: command.now_ms,
             });
         }
+        self.announce(&command.task_id);
         Ok(answer)
     }
 
@@ -241,6 +253,7 @@ impl TaskStore for RecordingStore {
                 at_ms: command.now_ms,
             });
         }
+        self.announce(&command.task_id);
         Ok(answer)
     }
 
@@ -300,6 +313,7 @@ impl TaskStore for RecordingStore {
                 at_ms: now_ms,
             });
         }
+        self.announce(task_id);
         Ok(answer)
     }
 
@@ -374,5 +388,13 @@ impl TaskStore for RecordingStore {
 
     fn import(&self, records: &[TaskRecord]) -> Result<(), StoreError> {
         self.failed("import", "", self.inner.import(records))
+    }
+
+    /// The feed, heard from the calling node (a server process), when there is one.
+    fn changes(&self, sink: ChangeSink) -> Result<Option<ChangeFeed>, StoreError> {
+        Ok(self
+            .feed
+            .as_ref()
+            .map(|feed| feed.listen(madsim::plugin::node(), sink)))
     }
 }

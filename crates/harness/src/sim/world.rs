@@ -8,7 +8,7 @@ use super::scenario::{Breadth, FaultKind, Knobs, Plan, Scenario};
 use super::{
     author::{AuthorWorld, RecordedTools, WorldTools},
     client::client,
-    deployment::{Feed, ProcessSlot, process_node},
+    deployment::{ProcessSlot, process_node},
     faults::{FaultyQueue, SimProbe, draw_breadth, draw_eras, draw_faults, draw_knobs},
     history::History,
     outcome::{SimOutcome, trace_hash},
@@ -212,8 +212,6 @@ pub(super) struct Shared {
     pub(super) author: Option<AuthorWorld>,
     /// The server processes (an in-process queue's deployment); empty otherwise.
     pub(super) processes: Vec<ProcessSlot>,
-    /// The processes' change feed, when the deployment has one.
-    pub(super) feed: Option<Arc<Feed>>,
 }
 
 impl Shared {
@@ -450,6 +448,7 @@ impl World<'_> {
             up: std::sync::atomic::AtomicBool::new(true),
             id_collision_percent: breadth.id_collision_percent,
             issued: Mutex::new(Vec::new()),
+            feed: scenario.deployment.change_feed.then(Arc::default),
         });
         let faults_on = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let author = tools.map(|tools| {
@@ -491,7 +490,6 @@ impl World<'_> {
                     .map(|_| ProcessSlot::default())
                     .collect(),
             },
-            feed: scenario.deployment.change_feed.then(Arc::default),
         })
     }
 }
