@@ -14,10 +14,10 @@
 #   tests  `cargo test --features postgres --test it` (the plain test suite; minutes).
 # A patch that does not apply or build is reported as such, never as missed.
 #
-# Environment: TASKLATCH_BUGS_PROBE_BUDGET (workload per era for the probe, default 5s);
-# TASKLATCH_BUGS_TARGET (the cargo target directory the patched builds share, default
-# DIR/target; pointing it at the checkout's own target reuses its dependencies, but the
-# patched binaries then replace the checkout's).
+# Environment: TASKLATCH_BUGS_PROBE_BUDGET (workload per era for the probe, default 5s).
+# The patched builds share DIR/target, never the checkout's own: there a patched
+# `tasklatch` replaces the checkout's binary, and cargo, finding the checkout fresh, does
+# not link it again (a later hunt ran a patched server).
 # Exit: 0 when every patch was run (caught or not), 1 when one did not apply or build,
 # 2 on bad usage.
 set -uo pipefail
@@ -44,7 +44,7 @@ done
 budget="${TASKLATCH_BUGS_PROBE_BUDGET:-5s}"
 mkdir -p "$out"
 tree="$out/tree"
-export CARGO_TARGET_DIR="${TASKLATCH_BUGS_TARGET:-$out/target}"
+export CARGO_TARGET_DIR="$out/target"
 if [ ! -d "$tree/.git" ] && [ ! -f "$tree/.git" ]; then
   git -C "$root" worktree add --detach "$tree" HEAD >/dev/null
 fi
