@@ -19,6 +19,7 @@ mod check_accounting;
 mod check_fields;
 mod check_oracle;
 mod check_pages;
+mod check_pushed;
 mod conformance_bugs;
 mod contract_precedence;
 mod contract_table;

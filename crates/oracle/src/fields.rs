@@ -28,10 +28,10 @@ const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 /// A whole record as the oracle sees it: what an `Applied` event carries.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Record<'h> {
-    status: TaskStatus,
-    version: u64,
-    outcome: Option<&'h TaskOutcome>,
-    expires_at_ms: Option<u64>,
+    pub(super) status: TaskStatus,
+    pub(super) version: u64,
+    pub(super) outcome: Option<&'h TaskOutcome>,
+    pub(super) expires_at_ms: Option<u64>,
     stored: Stored,
 }
 
@@ -339,7 +339,7 @@ fn shown_differences(op: &ClientOp, seen: &Revealed, record: &Record<'_>) -> Vec
     out
 }
 
-fn wire_differences(fields: &WireFields, record: &Record<'_>, out: &mut Vec<String>) {
+pub(super) fn wire_differences(fields: &WireFields, record: &Record<'_>, out: &mut Vec<String>) {
     if let Some(malformed) = &fields.malformed {
         out.push(format!("a malformed task: {malformed}"));
         return;
@@ -397,7 +397,7 @@ fn wire_differences(fields: &WireFields, record: &Record<'_>, out: &mut Vec<Stri
 
 /// Whether a shown outcome is the stored one, allowing what the era's wire adds: the
 /// related-task `_meta` of a 2025-11-25 `tasks/result`, the `resultType` of 2026-07-28.
-fn same_outcome(shown: &TaskOutcome, stored: &TaskOutcome, era: Era) -> bool {
+pub(super) fn same_outcome(shown: &TaskOutcome, stored: &TaskOutcome, era: Era) -> bool {
     match (shown, stored) {
         (TaskOutcome::Result { result: shown }, TaskOutcome::Result { result: stored }) => {
             let mut shown = shown.clone();

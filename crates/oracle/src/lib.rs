@@ -17,7 +17,9 @@
 //! I8 liveness, I9 result shape (a returned result is the wrapped request's
 //! `CallToolResult` or its error, matching the status; when the clients spoke MCP, it also
 //! carries the related-task `_meta` naming its task), I10 the stored record wins over
-//! notifications; F1 store errors, F2 client failures and F3 refusals each explained by
+//! notifications, I19 pushed messages go to their caller and session and say what was
+//! stored (`pushed.rs`), I20 tool runs are owed and workers write what a run of that
+//! version returned (`runs.rs`); F1 store errors, F2 client failures and F3 refusals each explained by
 //! an injected fault or the applied facts; C1–C4 the runtime's counters (duplicates
 //! absorbed, claims, deliveries dropped, sweeps) each held to a rule (`accounting.rs`).
 
@@ -27,7 +29,9 @@ mod accounting;
 mod fields;
 mod invariants;
 mod pages;
+mod pushed;
 pub mod report;
+mod runs;
 
 // The contract under the name the checks have always used.
 use tasklatch_contract as contract;
@@ -199,12 +203,105 @@ pub enum Event {
         /// Simulated time, in ms since the epoch.
         at_ms: u64,
     },
+    /// A message the server pushed to a client's session, as the client received it
+    /// (I19: for the session's caller, meant for that session, saying what was stored).
+    Pushed {
+        /// The client that received it.
+        client: String,
+        /// The session it arrived on.
+        session: String,
+        /// The caller that session authenticated as.
+        caller: String,
+        /// What it said.
+        message: Push,
+        /// Simulated time the client read it, in ms since the epoch.
+        at_ms: u64,
+    },
+    /// A client opened something a pushed message may later name: a progress token sent
+    /// with a create, or a `subscriptions/listen` stream.
+    Opened {
+        /// The client.
+        client: String,
+        /// The session it opened it on.
+        session: String,
+        /// What it opened.
+        what: Opening,
+        /// Simulated time, in ms since the epoch.
+        at_ms: u64,
+    },
+    /// A worker started its task's tool (I20: only for a task live when read, at the
+    /// version its writes will name).
+    ToolRun {
+        /// The task run.
+        task_id: String,
+        /// The task's version the run was given.
+        version: u64,
+        /// When the worker read the task it decided to run, in ms since the epoch.
+        read_at_ms: u64,
+        /// Simulated time the run started, in ms since the epoch.
+        at_ms: u64,
+    },
+    /// A tool run returned (a run killed on the way returns nothing).
+    ToolReturned {
+        /// The task run.
+        task_id: String,
+        /// The task's version the run was given.
+        version: u64,
+        /// The outcome it returned; `None`: it asked for input or declared a point of no
+        /// return instead.
+        outcome: Option<TaskOutcome>,
+        /// Simulated time, in ms since the epoch.
+        at_ms: u64,
+    },
     /// A fault the supervisor injected, or a phase change.
     Fault {
         /// What happened, in words (`crash node 2 at …`, a phase name).
         what: String,
         /// Simulated time of the fault, in ms since the epoch.
         at_ms: u64,
+    },
+}
+
+/// What a pushed message said, as the client read it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Push {
+    /// A task's state: `notifications/tasks/status` (2025-11-25) or `notifications/tasks`
+    /// on a `subscriptions/listen` stream (2026-07-28, with the outcome inlined once
+    /// terminal).
+    Status {
+        /// The task as the message showed it (no version: the wire carries none).
+        seen: Revealed,
+        /// The listen stream's subscription id; `None` for a 2025-11-25 notification.
+        subscription: Option<String>,
+    },
+    /// `notifications/progress`.
+    Progress {
+        /// The progress token it named.
+        token: String,
+    },
+    /// A message the client could not read as any of these.
+    Unreadable {
+        /// Its method, if it had one.
+        method: String,
+        /// What was wrong with it.
+        detail: String,
+    },
+}
+
+/// What a client opened that pushed messages may name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Opening {
+    /// A create sent with `_meta.progressToken`.
+    ProgressToken {
+        /// The token.
+        token: String,
+    },
+    /// A `subscriptions/listen` request.
+    Listen {
+        /// Its id (every message of the stream names it).
+        subscription: String,
+        /// The tasks it asked to hear about.
+        task_ids: Vec<String>,
     },
 }
 
@@ -576,6 +673,8 @@ pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
     fields::i13_admitted_as_asked(history, context, &mut violations);
     pages::i14_list_pages(history, context, &mut violations);
     fields::i15_one_creation_per_id(history, &mut violations);
+    pushed::i19_pushed_as_meant(history, &mut violations);
+    runs::i20_runs_owed(history, &mut violations);
     violations
 }
 

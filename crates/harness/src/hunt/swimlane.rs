@@ -377,7 +377,14 @@ fn glyph(event: &Event) -> Option<(Shape, &'static str, &str)> {
         }
         Event::Refused { task_id, .. } => Some((Shape::Tick, "#ef6c00", task_id.as_str())),
         Event::Runtime { task_id, .. } => Some((Shape::Tick, "#6d4c41", task_id.as_str())),
-        Event::Fault { .. } | Event::Swept { .. } | Event::Injected { .. } => None,
+        Event::ToolRun { task_id, .. } | Event::ToolReturned { task_id, .. } => {
+            Some((Shape::Tick, "#7e57c2", task_id.as_str()))
+        }
+        Event::Pushed { .. }
+        | Event::Opened { .. }
+        | Event::Fault { .. }
+        | Event::Swept { .. }
+        | Event::Injected { .. } => None,
     }
 }
 

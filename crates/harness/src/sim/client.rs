@@ -2,9 +2,14 @@
 //! runs, and records what it asked and what it was told.
 
 use super::SimEnv;
+use super::answers::{
+    ack_answer, cancel_answer, detailed_answer, get_answer, result_answer, revealed_of,
+    revealed_of_wire, version_meta,
+};
+use super::streams::{self, Stream};
 use super::world::Shared;
-use crate::check::{ClientOp, ClientResult, Event, Revealed, WireFields};
-use crate::contract::{Decision, Era, Negotiated, TaskOutcome, TaskRecord, TaskStatus};
+use crate::check::{ClientOp, ClientResult, Event, Opening, Revealed};
+use crate::contract::{Decision, Era, Negotiated, TaskStatus};
 use crate::mcp::modern;
 use crate::mcp::server::STORE_UNAVAILABLE;
 use crate::mcp::wire::{self};
@@ -78,27 +83,6 @@ pub(super) async fn rpc(
     }
 }
 
-/// A wire `Task` object as the oracle reads it, in the shape of `era`. The wire never
-/// names the owner; the version comes from tasklatch's `_meta` where the answer carries it.
-pub(super) fn revealed_of_wire(
-    task: &serde_json::Value,
-    version: Option<u64>,
-    era: Era,
-) -> Option<Revealed> {
-    Some(Revealed {
-        task_id: task["taskId"].as_str()?.to_owned(),
-        auth_key: String::new(),
-        status: serde::Deserialize::deserialize(&task["status"]).ok()?,
-        version,
-        outcome: None,
-        fields: Some(Box::new(WireFields::parse(task, era))),
-    })
-}
-
-pub(super) fn version_meta(value: &serde_json::Value) -> Option<u64> {
-    value["_meta"][wire::VERSION_META].as_u64()
-}
-
 /// A client: speaks MCP to the server (JSON-RPC in memory, through the same handler
 /// `tasklatch serve` runs), in the protocol era the plan gave it. It creates its tenant's
 /// tasks (retrying lost answers with the same idempotency key), polls them at their poll
@@ -120,6 +104,7 @@ pub(super) async fn client(shared: Arc<Shared>, tenant: usize, era: Era) {
     if era == Era::Extension2026 {
         client.mark("modern-client");
     }
+    client.tend_streams().await;
     for n in 0..client.shared.scenario.tasks_per_tenant {
         let key = format!("{}#{n}", client.caller);
         client.choose_ttl();
@@ -137,6 +122,7 @@ pub(super) async fn client(shared: Arc<Shared>, tenant: usize, era: Era) {
             client.reuse_key(&key, &altered).await;
         }
     }
+    client.tend_streams().await;
     // Poll each known task; then list, and adopt any own task the client never heard of
     // (every create answer lost): anything it can get, it can find by listing.
     let mut pending: std::collections::VecDeque<String> = client.mine.iter().cloned().collect();
@@ -157,6 +143,7 @@ pub(super) async fn client(shared: Arc<Shared>, tenant: usize, era: Era) {
     if client.era == Era::Core2025 {
         client.list().await;
     }
+    client.drain_streams();
 }
 
 /// Bounds on a client's loops.
@@ -191,6 +178,8 @@ struct Client {
     sent_after: std::sync::Mutex<Option<usize>>,
     /// The tasks its creates were answered with, in order.
     mine: Vec<String>,
+    /// Its streams, where the scenario has clients hold them.
+    streams: std::sync::Mutex<Streams>,
     /// The last status each task showed this client (what a `tasks/result` answer is for).
     last_status: BTreeMap<String, TaskStatus>,
 }
@@ -220,6 +209,7 @@ impl Client {
             era,
             mine: Vec::new(),
             last_status: BTreeMap::new(),
+            streams: std::sync::Mutex::new(Streams::default()),
         }
     }
 
@@ -273,6 +263,8 @@ impl Client {
         self.reconnects += 1;
         self.session.id = format!("{}~{}", self.name, self.reconnects);
         self.mark("reconnected");
+        // The old connection's stream went with it.
+        self.streams.lock().expect("streams").main = None;
     }
 
     /// Whether this answer is lost on its way back (the knob's chance).
@@ -293,6 +285,7 @@ impl Client {
             meta[modern::META_CLIENT_CAPABILITIES] =
                 json!({ "extensions": { modern::TASKS_EXTENSION: {} } });
         }
+        self.drain_streams();
         *self.sent_after.lock().expect("sent_after") = Some(self.shared.history.len());
         let Some(mut process) = self.process else {
             return rpc(&self.server, &self.session, method, params).await;
@@ -342,6 +335,24 @@ impl Client {
             era: self.era,
         };
         let params = match self.era {
+            Era::Core2025 if self.shared.scenario.streams => {
+                // Progress on this token is for this session alone.
+                let token = format!("{}/{key}", self.session.id);
+                self.shared.history.push(Event::Opened {
+                    client: self.name.clone(),
+                    session: self.session.id.clone(),
+                    what: Opening::ProgressToken {
+                        token: token.clone(),
+                    },
+                    at_ms: SimEnv.now_ms(),
+                });
+                json!({
+                    "name": tool,
+                    "arguments": arguments,
+                    "task": self.task_params,
+                    "_meta": { wire::IDEMPOTENCY_KEY: key, "progressToken": token },
+                })
+            }
             Era::Core2025 => json!({
                 "name": tool,
                 "arguments": arguments,
@@ -372,6 +383,7 @@ impl Client {
                 1 + madsim::rand::random::<u64>() % 20,
             ))
             .await;
+            self.tend_streams().await;
             let (op, params) = self.create_request(key, arguments);
             let reply = self.rpc("tools/call", params).await;
             let lost =
@@ -449,6 +461,7 @@ impl Client {
                 interval + madsim::rand::random::<u64>() % (interval / 2 + 1),
             ))
             .await;
+            self.tend_streams().await;
             let cancel_now = madsim::rand::random::<u64>() % 100 < self.shared.knobs.cancel_percent;
             if cancel_now {
                 self.cancel_with_retry(task_id).await;
@@ -782,164 +795,98 @@ impl Client {
     }
 }
 
-/// What an answer came to for the oracle: a decision and what it showed; `None` when the
-/// store was unreachable (nothing happened).
-pub(super) type Shown = Option<(Decision, Vec<Revealed>)>;
-
-/// A `tasks/get` answer as a decision and what it showed.
-pub(super) fn get_answer(reply: Reply) -> Shown {
-    match reply {
-        Reply::Result(task) => Some((
-            Decision::ReturnStatus,
-            revealed_of_wire(&task, version_meta(&task), Era::Core2025)
-                .into_iter()
-                .collect(),
-        )),
-        // Not found, another tenant's, expired: one answer on the wire.
-        Reply::Error { .. } => Some((Decision::BlockNotFound, Vec::new())),
-        Reply::Unavailable | Reply::Lost => None,
-    }
+/// A client's open streams (see [`streams`]).
+#[derive(Default)]
+struct Streams {
+    /// The stream of its current session (2025-11-25) or its listen stream (2026-07-28).
+    main: Option<Stream>,
+    /// Its second, listening session (2025-11-25).
+    watcher: Option<Stream>,
+    /// Streams opened so far, for fresh session and subscription ids.
+    opened: u32,
 }
 
-/// A 2026-07-28 `tasks/get` answer: the task, its outcome inlined once terminal.
-pub(super) fn detailed_answer(reply: Reply) -> Shown {
-    match reply {
-        Reply::Result(task) => {
-            let mut seen = revealed_of_wire(&task, version_meta(&task), Era::Extension2026);
-            if let Some(seen) = &mut seen {
-                seen.outcome = if let Some(result) = task.get("result") {
-                    Some(TaskOutcome::Result {
-                        result: result.clone(),
-                    })
-                } else {
-                    task.get("error").map(|error| TaskOutcome::RpcError {
-                        code: error["code"].as_i64().unwrap_or_default(),
-                        message: error["message"].as_str().unwrap_or_default().to_owned(),
-                        data: error.get("data").cloned(),
-                    })
+impl Client {
+    /// Records what its streams received.
+    fn drain_streams(&self) {
+        if !self.shared.scenario.streams {
+            return;
+        }
+        let history = &self.shared.history;
+        let mut guard = self.streams.lock().expect("streams");
+        let streams = &mut *guard;
+        for slot in [&mut streams.main, &mut streams.watcher] {
+            if let Some(stream) = slot
+                && !stream.drain(history)
+            {
+                history.mark("stream-closed");
+                *slot = None;
+            }
+        }
+    }
+
+    /// Reads its streams and opens what is missing (first, or after the process holding
+    /// it died): a 2025-11-25 client's session stream (on a new session: the old one died
+    /// with its process) and its watcher; a 2026-07-28 client's listen, once it has tasks.
+    async fn tend_streams(&mut self) {
+        if !self.shared.scenario.streams {
+            return;
+        }
+        self.drain_streams();
+        let (main_open, watcher_open) = {
+            let streams = self.streams.lock().expect("streams");
+            (streams.main.is_some(), streams.watcher.is_some())
+        };
+        match self.era {
+            Era::Core2025 => {
+                let Some(server) = streams::server_of(&self.shared, self.process) else {
+                    return;
                 };
+                if !main_open && self.streams.lock().expect("streams").opened > 0 {
+                    self.reconnect();
+                }
+                let mut streams = self.streams.lock().expect("streams");
+                if !main_open {
+                    streams.main = Some(Stream::open(&server, &self.name, &self.session));
+                    streams.opened += 1;
+                }
+                if !watcher_open {
+                    let mut watcher = self.session.clone();
+                    watcher.id = format!("{}/watch~{}", self.name, streams.opened);
+                    streams.watcher = Some(Stream::open(&server, &self.name, &watcher));
+                    streams.opened += 1;
+                }
             }
-            Some((Decision::ReturnStatus, seen.into_iter().collect()))
+            Era::Extension2026 if !main_open && !self.mine.is_empty() => self.listen().await,
+            Era::Extension2026 => {}
         }
-        Reply::Error { .. } => Some((Decision::BlockNotFound, Vec::new())),
-        Reply::Unavailable | Reply::Lost => None,
     }
-}
 
-/// A 2026-07-28 acknowledgement (`tasks/cancel`, `tasks/update`): the same empty answer
-/// whether the write applied or not, except tasklatch's `_meta` version, present when it
-/// applied (`applied`: the decision that means). Without it: `ALREADY_TERMINAL` for a
-/// cancel, `IGNORE_INPUT` for an update. A cancel whose `_meta` status is still live was
-/// acknowledged past the task's point of no return.
-pub(super) fn ack_answer(reply: Reply, task_id: &str, applied: Decision) -> Shown {
-    match reply {
-        Reply::Result(ack) => match version_meta(&ack) {
-            Some(version) => {
-                let said = ack["_meta"][modern::STATUS_META]
-                    .as_str()
-                    .and_then(|status| serde::Deserialize::deserialize(&json!(status)).ok());
-                let (applied, status) = match (applied, said) {
-                    (Decision::ApplyCancel, Some(live)) if !TaskStatus::is_terminal(live) => {
-                        (Decision::PastPointOfNoReturn, Some(live))
-                    }
-                    (Decision::ApplyCancel, _) => (applied, Some(TaskStatus::Cancelled)),
-                    (_, said) => (applied, said),
-                };
-                let seen = status.map(|status| Revealed {
-                    task_id: task_id.to_owned(),
-                    auth_key: String::new(),
-                    status,
-                    version: Some(version),
-                    outcome: None,
-                    fields: None,
-                });
-                Some((applied, seen.into_iter().collect()))
-            }
-            None if applied == Decision::ApplyCancel => {
-                Some((Decision::AlreadyTerminal, Vec::new()))
-            }
-            None => Some((Decision::IgnoreInput, Vec::new())),
-        },
-        Reply::Error { .. } => Some((Decision::BlockNotFound, Vec::new())),
-        Reply::Unavailable | Reply::Lost => None,
-    }
-}
-
-/// A `tasks/cancel` answer as a decision and what it showed.
-pub(super) fn cancel_answer(reply: Reply) -> Shown {
-    match reply {
-        Reply::Result(task) => Some((
-            Decision::ApplyCancel,
-            revealed_of_wire(&task, version_meta(&task), Era::Core2025)
-                .into_iter()
-                .collect(),
-        )),
-        Reply::Error { message, .. } if message.starts_with("Cannot cancel task") => {
-            Some((Decision::AlreadyTerminal, Vec::new()))
-        }
-        Reply::Error { .. } => Some((Decision::BlockNotFound, Vec::new())),
-        Reply::Unavailable | Reply::Lost => None,
-    }
-}
-
-/// A `tasks/result` answer as a decision and what it showed: the payload, for a task whose
-/// status the client last saw as `status` (a payload names no status on the wire).
-pub(super) fn result_answer(reply: Reply, task_id: &str, status: Option<TaskStatus>) -> Shown {
-    let shown = |status: TaskStatus, outcome: TaskOutcome| Revealed {
-        task_id: task_id.to_owned(),
-        auth_key: String::new(),
-        status,
-        version: None,
-        outcome: Some(outcome),
-        fields: None,
-    };
-    match reply {
-        Reply::Result(result) => {
-            let failed = result["isError"] == serde_json::Value::Bool(true);
-            let status = status.unwrap_or(if failed {
-                TaskStatus::Failed
-            } else {
-                TaskStatus::Completed
-            });
-            Some((
-                Decision::ReturnResult,
-                vec![shown(status, TaskOutcome::Result { result })],
-            ))
-        }
-        Reply::Error { data, .. } if data["status"] == "cancelled" => {
-            Some((Decision::ReturnCancelled, Vec::new()))
-        }
-        Reply::Error { code, .. } if code == wire::code::INVALID_PARAMS => {
-            Some((Decision::BlockNotFound, Vec::new()))
-        }
-        // The wrapped request's own JSON-RPC error, stored when the task failed.
-        Reply::Error {
-            code,
-            message,
-            data,
-        } => Some((
-            Decision::ReturnResult,
-            vec![shown(
-                TaskStatus::Failed,
-                TaskOutcome::RpcError {
-                    code,
-                    message,
-                    data: (!data.is_null()).then_some(data),
-                },
-            )],
-        )),
-        Reply::Unavailable | Reply::Lost => None,
-    }
-}
-
-/// What an answer shows a client of one record (its payload is added for `tasks/result`).
-pub(super) fn revealed_of(record: &TaskRecord) -> Revealed {
-    Revealed {
-        task_id: record.task_id.clone(),
-        auth_key: record.auth_key.clone(),
-        status: record.status,
-        version: Some(record.version),
-        outcome: None,
-        fields: None,
+    /// Opens a 2026-07-28 listen stream about its tasks on one process (any: a balancer
+    /// picks), on its session there.
+    async fn listen(&mut self) {
+        let process = match self.shared.processes.len() {
+            0 => None,
+            processes => Some(super::faults::roll(processes as u64) as usize),
+        };
+        let Some(server) = streams::server_of(&self.shared, process) else {
+            return;
+        };
+        let opened = {
+            let mut streams = self.streams.lock().expect("streams");
+            streams.opened += 1;
+            streams.opened
+        };
+        let subscription = format!("{}/listen-{opened}", self.session.id);
+        let stream = streams::listen(
+            &server,
+            &self.shared.history,
+            &self.name,
+            &self.session,
+            &subscription,
+            &self.mine,
+        )
+        .await;
+        self.streams.lock().expect("streams").main = stream;
     }
 }

@@ -37,9 +37,17 @@ struct Request {
 #[derive(Default)]
 pub(super) struct ProcessSlot {
     inbox: Mutex<Option<tokio::sync::mpsc::UnboundedSender<Request>>>,
+    /// The current incarnation's server, for opening streams: held weakly, so it dies
+    /// with its process and closes every stream it held.
+    server: Mutex<std::sync::Weak<Server>>,
 }
 
 impl ProcessSlot {
+    /// The current incarnation's server; `None` while the process is down.
+    pub(super) fn server(&self) -> Option<Arc<Server>> {
+        self.server.lock().expect("process server").upgrade()
+    }
+
     /// `method` sent to this process's server, handled on its node: [`Reply::Lost`] when
     /// the process is down or dies before it answers (the request may or may not have
     /// happened).
@@ -173,6 +181,10 @@ async fn run_process(shared: Arc<Shared>, index: usize, node_id: Arc<Mutex<Optio
         .expect("the simulated feed starts");
     let (inbox, mut requests) = tokio::sync::mpsc::unbounded_channel();
     *shared.processes[index].inbox.lock().expect("process inbox") = Some(inbox);
+    *shared.processes[index]
+        .server
+        .lock()
+        .expect("process server") = Arc::downgrade(&server);
     shared.history.push(Event::Fault {
         what: format!("process-{index} serving"),
         at_ms: crate::runtime::Env::now_ms(&SimEnv),

@@ -57,6 +57,7 @@ pub(super) fn draw_breadth(scenario: &Scenario) -> Breadth {
         list_page: choose(&faults.list_page),
         sweep_batch: choose(&faults.sweep_batch),
         irreversible_percent: choose(&faults.irreversible_percent).unwrap_or(0),
+        input_unasked_percent: choose(&faults.input_unasked_percent).unwrap_or(0),
     }
 }
 

@@ -8,6 +8,7 @@
 //! seed on the calling thread and returns its outcome and trace hash; the same seed gives
 //! the same hash, whatever ran on the thread before it.
 
+mod answers;
 mod author;
 mod client;
 mod deployment;
@@ -18,6 +19,7 @@ mod recording;
 mod render;
 mod scenario;
 pub mod shrink;
+mod streams;
 mod tools;
 mod world;
 

@@ -185,6 +185,10 @@ pub fn offset_ms(event: &Event) -> u64 {
         | Event::Swept { at_ms, .. }
         | Event::Injected { at_ms, .. }
         | Event::Runtime { at_ms, .. }
+        | Event::Pushed { at_ms, .. }
+        | Event::Opened { at_ms, .. }
+        | Event::ToolRun { at_ms, .. }
+        | Event::ToolReturned { at_ms, .. }
         | Event::Fault { at_ms, .. } => at_ms - SIM_EPOCH_MS,
     }
 }

@@ -201,6 +201,13 @@ impl TaskStore for RecordingStore {
             _ => {}
         }
         if answer.decision != Decision::ApplyTransition {
+            if command.outcome.is_some() {
+                // A worker's completion, refused: I20 judges what follows it.
+                self.history.mark(match answer.decision {
+                    Decision::BlockStaleVersion => "completion-refused-stale",
+                    _ => "completion-refused",
+                });
+            }
             self.history.push(Event::Refused {
                 task_id: command.task_id.clone(),
                 caller: command.caller.clone(),

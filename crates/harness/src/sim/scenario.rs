@@ -75,6 +75,13 @@ pub const KNOWN_MARKS: &[&str] = &[
     "connection-lost",
     "change-fed",
     "reconnected",
+    "completion-refused",
+    "input-unasked",
+    "completion-refused-stale",
+    "pushed-status",
+    "pushed-progress",
+    "pushed-listen",
+    "stream-closed",
 ];
 
 /// One scenario file: a workload, its faults and phases, the default seeds and the
@@ -124,6 +131,12 @@ pub struct Scenario {
     /// What runs where, and what a kill takes with it; absent: an external queue.
     #[serde(default, skip_serializing_if = "Deployment::is_external_queue")]
     pub deployment: Deployment,
+    /// Whether clients hold streams and the oracle judges what the server pushes on them
+    /// (`notifications/tasks/status`, progress, `subscriptions/listen`); absent: off, as
+    /// in plans written before streams. Only an in-process deployment's workers tell the
+    /// server of changes, so only there do the streams carry anything.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub streams: bool,
     /// A pinned run: these knobs and this fault schedule instead of the ones each seed
     /// draws. The minimiser writes it; absent in hand-written scenarios.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -265,6 +278,12 @@ pub struct Breadth {
     /// declares a point of no return, then performs the effect and completes.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub irreversible_percent: u64,
+    /// Chance (percent, per run) that a run of a task that asks its requestor finds it
+    /// need not ask this time (what it asks depends on data that changes between runs):
+    /// two runs of one version then disagree, and one run's completion may arrive after
+    /// the other's question was answered.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub input_unasked_percent: u64,
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -278,8 +297,9 @@ impl Breadth {
     }
 
     /// The percentages, by field name, for validation and shrinking.
-    pub(crate) fn percents_mut(&mut self) -> [(&'static str, &mut u64); 5] {
+    pub(crate) fn percents_mut(&mut self) -> [(&'static str, &mut u64); 6] {
         [
+            ("input_unasked_percent", &mut self.input_unasked_percent),
             ("tool_error_percent", &mut self.tool_error_percent),
             ("protocol_error_percent", &mut self.protocol_error_percent),
             ("status_message_percent", &mut self.status_message_percent),
@@ -436,6 +456,9 @@ pub struct Faults {
     /// Choices of [`Breadth::irreversible_percent`]; absent: never.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub irreversible_percent: Vec<u64>,
+    /// Choices of [`Breadth::input_unasked_percent`]; absent: never.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input_unasked_percent: Vec<u64>,
     /// The TTL a 2025-11-25 client asks for, drawn per task (`null`: none, the server's
     /// default); absent: the scenario's `ttl_ms`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -611,38 +634,7 @@ impl Scenario {
                 return fail(field, format!("{bad} is above {max}"));
             }
         }
-        for (field, choices, max) in [
-            ("faults.tool_error_percent", &faults.tool_error_percent, 100),
-            (
-                "faults.protocol_error_percent",
-                &faults.protocol_error_percent,
-                100,
-            ),
-            (
-                "faults.status_message_percent",
-                &faults.status_message_percent,
-                100,
-            ),
-            (
-                "faults.id_collision_percent",
-                &faults.id_collision_percent,
-                100,
-            ),
-            (
-                "faults.irreversible_percent",
-                &faults.irreversible_percent,
-                100,
-            ),
-            (
-                "faults.server_poll_interval_ms",
-                &faults.server_poll_interval_ms,
-                3_600_000,
-            ),
-        ] {
-            if let Some(bad) = choices.iter().find(|choice| **choice > max) {
-                return fail(field, format!("{bad} is above {max}"));
-            }
-        }
+        validate_breadth_choices(faults)?;
         // Page and batch sizes may be 0 or past the store's maximum: the store and the
         // runtime clamp them, and that is the edge a scenario means to reach.
         for (field, choices) in [
@@ -757,4 +749,46 @@ impl Scenario {
     pub fn default_seeds(&self) -> std::ops::Range<u64> {
         self.default_seeds[0]..self.default_seeds[1]
     }
+}
+
+/// The breadth choices (optional: an empty list is off) are within their bounds.
+fn validate_breadth_choices(faults: &Faults) -> Result<(), (&'static str, String)> {
+    for (field, choices, max) in [
+        ("faults.tool_error_percent", &faults.tool_error_percent, 100),
+        (
+            "faults.protocol_error_percent",
+            &faults.protocol_error_percent,
+            100,
+        ),
+        (
+            "faults.status_message_percent",
+            &faults.status_message_percent,
+            100,
+        ),
+        (
+            "faults.id_collision_percent",
+            &faults.id_collision_percent,
+            100,
+        ),
+        (
+            "faults.irreversible_percent",
+            &faults.irreversible_percent,
+            100,
+        ),
+        (
+            "faults.input_unasked_percent",
+            &faults.input_unasked_percent,
+            100,
+        ),
+        (
+            "faults.server_poll_interval_ms",
+            &faults.server_poll_interval_ms,
+            3_600_000,
+        ),
+    ] {
+        if let Some(bad) = choices.iter().find(|choice| **choice > max) {
+            return Err((field, format!("{bad} is above {max}")));
+        }
+    }
+    Ok(())
 }

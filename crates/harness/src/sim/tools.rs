@@ -48,6 +48,22 @@ enum Ending {
 }
 
 impl Export {
+    /// One task in four asks its requestor for input first (on its first run: the version
+    /// moves past 1 once asked), exercising working <-> input_required; with
+    /// `input_unasked_percent`, a run of such a task sometimes finds it need not ask.
+    fn asks_for_input(&self, task: &TaskRecord) -> bool {
+        let asks = task.version == 1 && task.task_id.bytes().map(u64::from).sum::<u64>() % 4 == 0;
+        let unasked = self.breadth.input_unasked_percent;
+        if !asks || unasked == 0 {
+            return asks;
+        }
+        let skipped = madsim::rand::random::<u64>() % 100 < unasked;
+        if skipped {
+            self.history.mark("input-unasked");
+        }
+        !skipped
+    }
+
     fn ending(&self, task_id: &str) -> Ending {
         // FNV-1a: stable across runs and platforms, unlike the std hasher.
         let hash = task_id
@@ -75,10 +91,7 @@ impl Tools for Export {
         let sink = self.sink.clone();
         let history = self.history.clone();
         let (low, high) = self.tool_ms;
-        // One task in four asks its requestor for input first (on its first run: the
-        // version moves past 1 once asked), exercising working <-> input_required.
-        let asks_for_input = invocation.task.version == 1
-            && invocation.task.task_id.bytes().map(u64::from).sum::<u64>() % 4 == 0;
+        let asks_for_input = self.asks_for_input(&invocation.task);
         let ending = self.ending(&invocation.task.task_id);
         let declared = invocation.task.irreversible_effect.is_some();
         let answers = invocation.task.input_responses;
@@ -234,6 +247,43 @@ fn columns_question() -> InputAsk {
     InputAsk {
         message: "which columns should the export hold?".into(),
         requests,
+    }
+}
+
+/// Records each tool run: its start (task, version, when its worker read the task) and
+/// what it returned, for I20. Wraps whichever tools the world runs.
+pub(super) struct RunLog {
+    pub(super) inner: Arc<dyn Tools>,
+    pub(super) history: Arc<History>,
+}
+
+impl Tools for RunLog {
+    fn run(&self, invocation: Invocation) -> BoxFuture<'static, ToolStep> {
+        let (task_id, version) = (invocation.task.task_id.clone(), invocation.task.version);
+        self.history.push(Event::ToolRun {
+            task_id: task_id.clone(),
+            version,
+            read_at_ms: invocation.read_at_ms,
+            at_ms: SimEnv.now_ms(),
+        });
+        let history = self.history.clone();
+        let running = self.inner.run(invocation);
+        Box::pin(async move {
+            let step = running.await;
+            let outcome = match &step {
+                ToolStep::Finished(outcome)
+                | ToolStep::FinishedWithMessage { outcome, .. }
+                | ToolStep::Prepared { outcome, .. } => Some(outcome.clone()),
+                ToolStep::NeedsInput(_) | ToolStep::PointOfNoReturn { .. } => None,
+            };
+            history.push(Event::ToolReturned {
+                task_id,
+                version,
+                outcome,
+                at_ms: SimEnv.now_ms(),
+            });
+            step
+        })
     }
 }
 

@@ -13,7 +13,7 @@ use super::{
     history::History,
     outcome::{SimOutcome, trace_hash},
     recording::RecordingStore,
-    tools::{Export, SimCatalog, SimEffects, SimNotify, Sink},
+    tools::{Export, RunLog, SimCatalog, SimEffects, SimNotify, Sink},
 };
 use crate::check::{self, CheckContext, Event, Injection, ServerFacts, Violation};
 use crate::mcp::tools::Catalog;
@@ -253,6 +253,10 @@ impl Shared {
                 }),
             ),
         };
+        let tools = Arc::new(RunLog {
+            inner: tools,
+            history: self.history.clone(),
+        });
         Runtime::new(
             store,
             queue,

@@ -134,6 +134,9 @@ pub struct Invocation {
     pub task: TaskRecord,
     /// The `tools/call` the task wraps.
     pub request: WrappedRequest,
+    /// When the worker read the task and found it live (ms since the epoch): the run is
+    /// owed only if it was neither terminal nor expired then.
+    pub read_at_ms: u64,
 }
 
 /// What a tool run came to.
@@ -446,13 +449,15 @@ impl Runtime {
         self.probe.at(Point::AfterClaim, &task.task_id).await;
         let request = &delivery.message.request;
         let mut task = task;
-        let mut step = self.run_tool(&task, request).await;
+        let mut step = self.run_tool(&task, request, now_ms).await;
         if let ToolStep::PointOfNoReturn { effect } = step {
+            // The declaration's write finds the task live (or is refused) at this time.
+            let declared_at_ms = self.env.now_ms();
             match self.declare_point(&delivery, task, effect).await? {
                 ControlFlow::Break(done) => return Ok(done),
                 ControlFlow::Continue(declared) => {
                     task = declared;
-                    step = self.run_tool(&task, request).await;
+                    step = self.run_tool(&task, request, declared_at_ms).await;
                 }
             }
         }
@@ -653,13 +658,19 @@ impl Runtime {
         Ok(WorkStep::Ran(Decision::ApplyTransition))
     }
 
-    /// Runs the task's tool once.
-    async fn run_tool(&self, task: &TaskRecord, request: &WrappedRequest) -> ToolStep {
+    /// Runs the task's tool once, on the task as read live at `read_at_ms`.
+    async fn run_tool(
+        &self,
+        task: &TaskRecord,
+        request: &WrappedRequest,
+        read_at_ms: u64,
+    ) -> ToolStep {
         let step = self
             .tools
             .run(Invocation {
                 task: task.clone(),
                 request: request.clone(),
+                read_at_ms,
             })
             .await;
         self.counters.effects_run.fetch_add(1, Ordering::Relaxed);
