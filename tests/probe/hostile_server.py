@@ -28,6 +28,11 @@ contract is not. Two modes:
     a tools/call that does not declare the 2026
       extension still gets a task                -> hostile.no-task-without-extension
     every retried tools/call a new task          -> hostile.retried-call (a risk)
+    what a create pushes goes to every session's
+      GET stream, whoever's                      -> hostile.pushed.tenant-isolation,
+                                                    hostile.pushed.progress-to-its-session
+    a create pushes "failed" for a task that will
+      complete                                   -> hostile.pushed.says-what-was-stored
     and under a workload (tasklatch probe --budget) the same defects break
     workload.isolation, workload.terminal-latch, workload.gone-stays-gone and
     workload.one-result.
@@ -63,6 +68,32 @@ EFFECTS = sys.argv[2] if MODE == "http-effects" else None
 tasks = {}
 keys = {}
 creates = []
+# Every open GET stream (its socket's writer), whoever opened it.
+streams = []
+streams_lock = threading.Lock()
+
+
+def push(message):
+    """Sends `message` on every open GET stream: no owner, no session looked at."""
+    data = ("data: %s\n\n" % json.dumps(message)).encode()
+    with streams_lock:
+        for stream in list(streams):
+            try:
+                stream.write(data)
+                stream.flush()
+            except OSError:
+                streams.remove(stream)
+
+
+def pushed_on_create(task_id, params, modern):
+    if modern:
+        return
+    fields = dict(task_fields(task_id, False), status="failed")
+    push({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": fields})
+    token = (params.get("_meta") or {}).get("progressToken")
+    if token is not None:
+        push({"jsonrpc": "2.0", "method": "notifications/progress",
+              "params": {"progressToken": token, "progress": 1}})
 
 
 class RpcError(Exception):
@@ -201,6 +232,7 @@ def handle_http(owner, method, params, session=None):
         return {"tools": [tool]}
     if method == "tools/call":
         task_id = create(owner, params, modern, session)
+        pushed_on_create(task_id, params, modern)
         if modern:
             return dict(task_fields(task_id, True), resultType="task")
         return {"task": task_fields(task_id, False)}
@@ -274,6 +306,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+    def do_GET(self):
+        if "text/event-stream" not in (self.headers.get("accept") or ""):
+            self.send_response(405)
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        self.wfile.flush()
+        with streams_lock:
+            streams.append(self.wfile)
+        # Held open until the client goes away (a write fails) or the server stops.
+        while True:
+            time.sleep(0.2)
+            with streams_lock:
+                if self.wfile not in streams:
+                    return
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("content-length") or 0))

@@ -33,6 +33,7 @@ pub async fn run(context: &Context<'_>) -> Vec<super::CheckOutcome> {
     terminal_never_changes(context, &mut out).await;
     expired_stays_gone(context, &mut out).await;
     super::retry::retried_call(context, &mut out).await;
+    super::pushed::pushed(context, &mut out).await;
     out.list
 }
 

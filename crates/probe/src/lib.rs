@@ -44,6 +44,7 @@ pub mod hostile;
 pub mod oracle;
 pub mod peer;
 pub mod progress;
+mod pushed;
 pub mod render;
 pub mod retry;
 pub mod shapes;

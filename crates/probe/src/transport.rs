@@ -723,27 +723,11 @@ impl HttpPeer {
         id: &Value,
         expect_answer: bool,
     ) -> Result<HttpAnswer, String> {
-        let stream = tokio::net::TcpStream::connect(&self.url.authority)
-            .await
-            .map_err(|error| format!("connecting to {}: {error}", self.url.authority))?;
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|error| format!("HTTP handshake with {}: {error}", self.url.authority))?;
-        let driver = tokio::spawn(connection);
-        let mut request = Request::post(self.url.path.as_str())
-            .header("host", self.url.authority.as_str())
+        let (mut sender, driver) = self.connect().await?;
+        let request = self
+            .request(Request::post(self.url.path.as_str()), headers)
             .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream");
-        if let Some(token) = &self.token {
-            request = request.header("authorization", format!("Bearer {token}"));
-        }
-        if let Some(session) = self.session() {
-            request = request.header("mcp-session-id", session);
-        }
-        for (name, value) in headers {
-            request = request.header(*name, value.as_str());
-        }
-        let request = request
+            .header("accept", "application/json, text/event-stream")
             .body(Full::new(Bytes::from(text.to_owned())))
             .map_err(|error| format!("building the request: {error}"))?;
         let response = sender
@@ -805,6 +789,122 @@ impl HttpPeer {
         }
         driver.abort();
         Ok(answer)
+    }
+}
+
+/// A session's GET stream, read in the background: every message the server pushed on it
+/// so far. Dropping it closes the stream.
+pub struct Listening {
+    messages: Arc<Mutex<Vec<Value>>>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Listening {
+    /// What arrived so far.
+    pub fn messages(&self) -> Vec<Value> {
+        lock(&self.messages).clone()
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+/// Messages a listening stream keeps, at most (the probe's tasks are few).
+const LISTENED_MAX: usize = 4_096;
+
+impl HttpPeer {
+    /// A fresh HTTP/1 connection to the server, and the task that drives it.
+    async fn connect(
+        &self,
+    ) -> Result<
+        (
+            hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+            tokio::task::JoinHandle<Result<(), hyper::Error>>,
+        ),
+        String,
+    > {
+        let stream = tokio::net::TcpStream::connect(&self.url.authority)
+            .await
+            .map_err(|error| format!("connecting to {}: {error}", self.url.authority))?;
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|error| format!("HTTP handshake with {}: {error}", self.url.authority))?;
+        Ok((sender, tokio::spawn(connection)))
+    }
+
+    /// `request` with the host, this identity's token, its session and `headers`.
+    fn request(
+        &self,
+        mut request: hyper::http::request::Builder,
+        headers: &[(&str, String)],
+    ) -> hyper::http::request::Builder {
+        request = request.header("host", self.url.authority.as_str());
+        if let Some(token) = &self.token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        if let Some(session) = self.session() {
+            request = request.header("mcp-session-id", session);
+        }
+        for (name, value) in headers {
+            request = request.header(*name, value.as_str());
+        }
+        request
+    }
+
+    /// Opens this session's GET stream (Streamable HTTP's channel for what the server
+    /// sends unasked), with `headers`; an error names what the server answered instead.
+    pub async fn listen(&self, headers: &[(&str, String)]) -> Result<Listening, String> {
+        let (mut sender, driver) = self.connect().await?;
+        let request = self
+            .request(Request::get(self.url.path.as_str()), headers)
+            .header("accept", "text/event-stream")
+            .body(Full::new(Bytes::new()))
+            .map_err(|error| format!("building the request: {error}"))?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|error| format!("GET {}: {error}", self.url.path))?;
+        let streamed = response
+            .headers()
+            .get("content-type")
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|kind| kind.starts_with("text/event-stream"));
+        if response.status() != 200 || !streamed {
+            driver.abort();
+            return Err(format!(
+                "GET answered HTTP {} ({})",
+                response.status().as_u16(),
+                if streamed {
+                    "an event stream"
+                } else {
+                    "not an event stream"
+                }
+            ));
+        }
+        let messages = Arc::new(Mutex::new(Vec::new()));
+        let kept = messages.clone();
+        let reader = tokio::spawn(async move {
+            let mut body = response.into_body();
+            let mut buffer: Vec<u8> = Vec::new();
+            while let Some(Ok(frame)) = body.frame().await {
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                buffer.extend_from_slice(&data);
+                let events = take_sse_events(&mut buffer);
+                let mut kept = lock(&kept);
+                let room = LISTENED_MAX.saturating_sub(kept.len());
+                kept.extend(events.into_iter().take(room));
+                if buffer.len() > MESSAGE_BYTES_MAX {
+                    break;
+                }
+            }
+            driver.abort();
+        });
+        Ok(Listening { messages, reader })
     }
 }
 
