@@ -645,6 +645,10 @@ pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
             Event::Notified { task_id, .. } => {
                 tasks.entry(task_id).or_default().notified.push(index)
             }
+            Event::Pushed {
+                message: Push::Status { seen, .. },
+                ..
+            } => tasks.entry(&seen.task_id).or_default().pushed.push(index),
             Event::Client {
                 result: ClientResult::Ok { revealed, .. },
                 ..
@@ -664,6 +668,7 @@ pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
         let records = fields::records(history, facts);
         fields::check_task(history, task_id, facts, &records, &mut violations);
         fields::i16_answers_reach_the_tool(task_id, &records, &mut violations);
+        pushed::i19_said_as_stored(history, facts, &records, &mut violations);
     }
     invariants::i4_tenant_isolation(history, &mut violations);
     invariants::i5_idempotent_admission(history, &mut violations);
@@ -687,6 +692,8 @@ struct TaskFacts {
     discarded: Vec<usize>,
     reads: Vec<usize>,
     notified: Vec<usize>,
+    /// Pushed status messages about the task.
+    pushed: Vec<usize>,
 }
 
 fn violation(

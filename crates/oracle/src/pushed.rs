@@ -21,21 +21,17 @@ pub(super) fn i19_pushed_as_meant(history: &[Event], out: &mut Vec<Violation>) {
     {
         return;
     }
-    let mut tasks: BTreeMap<&str, TaskFacts> = BTreeMap::new();
     let mut owners: BTreeMap<&str, &str> = BTreeMap::new();
     let mut opened: Openings<'_> = BTreeMap::new();
-    for (index, event) in history.iter().enumerate() {
+    for event in history {
         match event {
             Event::Applied {
                 task_id,
                 auth_key,
-                kind,
+                kind: AppliedKind::Create,
                 ..
             } => {
-                tasks.entry(task_id).or_default().applied.push(index);
-                if *kind == AppliedKind::Create {
-                    owners.insert(task_id, auth_key);
-                }
+                owners.insert(task_id, auth_key);
             }
             Event::Opened {
                 client,
@@ -55,10 +51,6 @@ pub(super) fn i19_pushed_as_meant(history: &[Event], out: &mut Vec<Violation>) {
             _ => {}
         }
     }
-    let records: BTreeMap<&str, Records<'_>> = tasks
-        .iter()
-        .map(|(task_id, facts)| (*task_id, fields::records(history, facts)))
-        .collect();
     for (index, event) in history.iter().enumerate() {
         let Event::Pushed {
             client,
@@ -97,9 +89,6 @@ pub(super) fn i19_pushed_as_meant(history: &[Event], out: &mut Vec<Violation>) {
                 if let Some(subscription) = subscription {
                     meant.listened(subscription, &seen.task_id, out);
                 }
-                let empty = Records::new();
-                let known = records.get(seen.task_id.as_str()).unwrap_or(&empty);
-                said_before(index, seen, known, out);
             }
         }
     }
@@ -159,6 +148,25 @@ impl Meant<'_, '_> {
             format!("a message pushed to session {} {problem}", self.session),
             vec![self.index],
         ));
+    }
+}
+
+/// I19 for one task: each pushed status of it says what a version stored before it was
+/// read said (`records`: the task's applied changes, as I11 and I12 read them).
+pub(super) fn i19_said_as_stored(
+    history: &[Event],
+    facts: &TaskFacts,
+    records: &Records<'_>,
+    out: &mut Vec<Violation>,
+) {
+    for &index in &facts.pushed {
+        if let Event::Pushed {
+            message: Push::Status { seen, .. },
+            ..
+        } = &history[index]
+        {
+            said_before(index, seen, records, out);
+        }
     }
 }
 

@@ -7,7 +7,7 @@
 //! Leaves whose `Debug` is not rewritten here (enums of the contract, JSON numbers, strings
 //! that need escaping) still go through their own `Debug`.
 
-use crate::check::{AppliedKind, ClientOp, ClientResult, Event, Revealed};
+use crate::check::{AppliedKind, ClientOp, ClientResult, Event, Push, Revealed, WireFields};
 use crate::contract::TaskOutcome;
 use std::fmt::{Debug, Write as _};
 
@@ -206,8 +206,75 @@ fn write_outbox_event(out: &mut String, event: &Event) {
             write_u64(out, *at_ms);
             out.push_str(" }");
         }
+        _ => write_run_event(out, event),
+    }
+}
+
+/// Tool runs and pushed messages (several per task), and the rarer events.
+fn write_run_event(out: &mut String, event: &Event) {
+    match event {
+        Event::ToolRun {
+            task_id,
+            version,
+            read_at_ms,
+            at_ms,
+        } => {
+            out.push_str("ToolRun { task_id: ");
+            write_str(out, task_id);
+            out.push_str(", version: ");
+            write_u64(out, *version);
+            out.push_str(", read_at_ms: ");
+            write_u64(out, *read_at_ms);
+            out.push_str(", at_ms: ");
+            write_u64(out, *at_ms);
+            out.push_str(" }");
+        }
+        Event::ToolReturned {
+            task_id,
+            version,
+            outcome,
+            at_ms,
+        } => {
+            out.push_str("ToolReturned { task_id: ");
+            write_str(out, task_id);
+            out.push_str(", version: ");
+            write_u64(out, *version);
+            out.push_str(", outcome: ");
+            write_option_outcome(out, outcome.as_ref());
+            out.push_str(", at_ms: ");
+            write_u64(out, *at_ms);
+            out.push_str(" }");
+        }
+        Event::Pushed {
+            client,
+            session,
+            caller,
+            message: Push::Status { seen, subscription },
+            at_ms,
+        } => {
+            out.push_str("Pushed { client: ");
+            write_str(out, client);
+            out.push_str(", session: ");
+            write_str(out, session);
+            out.push_str(", caller: ");
+            write_str(out, caller);
+            out.push_str(", message: Status { seen: ");
+            write_revealed(out, seen);
+            out.push_str(", subscription: ");
+            match subscription {
+                Some(subscription) => {
+                    out.push_str("Some(");
+                    write_str(out, subscription);
+                    out.push(')');
+                }
+                None => out.push_str("None"),
+            }
+            out.push_str(" }, at_ms: ");
+            write_u64(out, *at_ms);
+            out.push_str(" }");
+        }
         // Rarer events (refusals, sweeps, injections, prepared and discarded effects,
-        // runtime notes): their derived `Debug` is fast enough.
+        // runtime notes, progress, openings): their derived `Debug` is fast enough.
         _ => write_debug(out, event),
     }
 }
@@ -288,11 +355,38 @@ fn write_revealed(out: &mut String, seen: &Revealed) {
     match &seen.fields {
         Some(fields) => {
             out.push_str("Some(");
-            write_debug(out, fields);
+            write_fields(out, fields);
             out.push(')');
         }
         None => out.push_str("None"),
     }
+    out.push_str(" }");
+}
+
+fn write_fields(out: &mut String, fields: &WireFields) {
+    out.push_str("WireFields { era: ");
+    write_debug(out, &fields.era);
+    out.push_str(", status_message: ");
+    match &fields.status_message {
+        Some(message) => {
+            out.push_str("Some(");
+            write_str(out, message);
+            out.push(')');
+        }
+        None => out.push_str("None"),
+    }
+    out.push_str(", poll_interval_ms: ");
+    write_option_u64(out, fields.poll_interval_ms);
+    out.push_str(", ttl_ms: ");
+    write_option_u64(out, fields.ttl_ms);
+    out.push_str(", created_at_ms: ");
+    write_u64(out, fields.created_at_ms);
+    out.push_str(", updated_at_ms: ");
+    write_u64(out, fields.updated_at_ms);
+    out.push_str(", input_requests: ");
+    write_debug(out, &fields.input_requests);
+    out.push_str(", malformed: ");
+    write_debug(out, &fields.malformed);
     out.push_str(" }");
 }
 
@@ -472,6 +566,10 @@ mod tests {
         [outcome, error, bare_error]
     }
 
+    fn outcome_for_push() -> TaskOutcome {
+        sample_outcomes()[0].clone()
+    }
+
     fn revealed(outcome: Option<TaskOutcome>, version: Option<u64>) -> Revealed {
         Revealed {
             task_id: "0123abcd".into(),
@@ -578,6 +676,42 @@ mod tests {
         ]
     }
 
+    /// Tool runs, progress, an opened listen.
+    fn run_events() -> Vec<Event> {
+        vec![
+            Event::ToolRun {
+                task_id: "t".into(),
+                version: 2,
+                read_at_ms: 40,
+                at_ms: 41,
+            },
+            Event::ToolReturned {
+                task_id: "t".into(),
+                version: 2,
+                outcome: None,
+                at_ms: 42,
+            },
+            Event::Pushed {
+                client: "c".into(),
+                session: "c~1".into(),
+                caller: "tenant-0/user".into(),
+                message: crate::check::Push::Progress {
+                    token: "c/k".into(),
+                },
+                at_ms: 43,
+            },
+            Event::Opened {
+                client: "c".into(),
+                session: "c".into(),
+                what: crate::check::Opening::Listen {
+                    subscription: "c/listen-1".into(),
+                    task_ids: vec!["t".into(), "u".into()],
+                },
+                at_ms: 44,
+            },
+        ]
+    }
+
     /// Each kind of applied write, with each kind of outcome.
     fn applied_events(outcomes: &[TaskOutcome; 3], events: &mut Vec<Event>) {
         let [outcome, error, bare_error] = outcomes.clone();
@@ -674,6 +808,30 @@ mod tests {
                 revealed: vec![revealed(Some(error), Some(1))],
             },
         ];
+        for (seen, subscription) in [
+            (
+                revealed(Some(outcome_for_push()), Some(4)),
+                Some("c/listen-1"),
+            ),
+            (revealed(None, None), None),
+        ] {
+            events.push(Event::Pushed {
+                client: "client-0".into(),
+                session: "client-0/watch~1".into(),
+                caller: "tenant-0/user".into(),
+                message: Push::Status {
+                    seen,
+                    subscription: subscription.map(String::from),
+                },
+                at_ms: 6,
+            });
+        }
+        events.push(Event::ToolReturned {
+            task_id: "t".into(),
+            version: 1,
+            outcome: Some(outcome_for_push()),
+            at_ms: 7,
+        });
         for op in &ops {
             for result in &results {
                 events.push(Event::Client {
@@ -692,6 +850,7 @@ mod tests {
     fn lines_equal_the_debug_rendering() {
         let outcomes = sample_outcomes();
         let mut events = plain_events();
+        events.extend(run_events());
         applied_events(&outcomes, &mut events);
         client_events(&outcomes, &mut events);
         for event in &events {

@@ -1,8 +1,8 @@
 //! What the server pushes to a client's sessions, received and recorded for the oracle
 //! (I19, and I4 for pushed messages). A 2025-11-25 client holds its session's stream (the
-//! GET stream of Streamable HTTP) and a second session of its identity that only listens
-//! (a second tab): status notifications are for every session of the caller, progress
-//! only for the session whose create sent the token. A 2026-07-28 client listens to its
+//! GET stream of Streamable HTTP) and, every other tenant, a second session of its
+//! identity that only listens (a second tab): status notifications are for every session
+//! of the caller, progress only for the session whose create sent the token. A 2026-07-28 client listens to its
 //! tasks (`subscriptions/listen`). A stream dies with the server process that holds it;
 //! the client notices (its queue closes) and opens another on a new session.
 //!
@@ -49,9 +49,12 @@ impl Stream {
 
     /// Records every message that arrived; `false` once the server that held the stream
     /// is gone (its process died).
-    pub(super) fn drain(&mut self, history: &History) -> bool {
+    /// A status of a task in `known` is not recorded (a watcher's copy of what its
+    /// client's own stream records).
+    pub(super) fn drain(&mut self, history: &History, known: &[String]) -> bool {
         loop {
             match self.queue.try_recv() {
+                Ok(message) if is_status_of(&message, known) => {}
                 Ok(message) => self.record(history, &message),
                 Err(tokio::sync::mpsc::error::TryRecvError::Empty) => return true,
                 Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => return false,
@@ -71,6 +74,14 @@ impl Stream {
             at_ms: SimEnv.now_ms(),
         });
     }
+}
+
+fn is_status_of(message: &Value, known: &[String]) -> bool {
+    !known.is_empty()
+        && message["method"] == "notifications/tasks/status"
+        && message["params"]["taskId"]
+            .as_str()
+            .is_some_and(|task_id| known.iter().any(|id| id == task_id))
 }
 
 /// What a pushed message says; `None` for what the oracle has no rule for (the answer

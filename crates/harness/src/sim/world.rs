@@ -71,6 +71,8 @@ pub struct Sim<'a> {
     pub(super) store: &'a dyn StoreFactory,
     pub(super) sweep: Option<Sweep>,
     pub(super) tools: Option<&'a WorldTools>,
+    /// Whether a run that passes gets its trace hash (a hunt reports only failures').
+    pub(super) hash_passing: bool,
 }
 
 impl<'a> Sim<'a> {
@@ -81,7 +83,15 @@ impl<'a> Sim<'a> {
             store: &MemoryFactory,
             sweep: None,
             tools: None,
+            hash_passing: true,
         }
+    }
+
+    /// Leaves a passing run's `trace_hash` empty: hashing every event of every run is a
+    /// tenth of a seed, and a hunt keeps only the failures (whose hashes it prints).
+    pub fn without_passing_hashes(mut self) -> Sim<'a> {
+        self.hash_passing = false;
+        self
     }
 
     /// Runs every seed on a fresh store from `factory`.
@@ -120,6 +130,9 @@ impl<'a> Sim<'a> {
         };
         outcome.store = self.store.name().to_owned();
         outcome.store_url = self.store.url();
+        if outcome.trace_hash.is_empty() && (self.hash_passing || !outcome.violations.is_empty()) {
+            outcome.trace_hash = trace_hash(&outcome.history, &outcome.lanes);
+        }
         outcome
     }
 }
@@ -685,7 +698,6 @@ fn judge(
     if let Some(author) = &shared.author {
         violations.extend(author.world_violations(&events, &*shared.store));
     }
-    let trace_hash = trace_hash(&events, &lanes);
     let marks = std::mem::take(&mut *history.marks.lock().expect("marks"));
     SimOutcome {
         scenario: scenario.name,
@@ -693,7 +705,8 @@ fn judge(
         plan: Some(plan),
         violations,
         marks,
-        trace_hash,
+        // Taken by `Sim::run`, which knows whether this run's hash is wanted.
+        trace_hash: String::new(),
         history: events,
         lanes,
         nodes: history.node_names(),

@@ -790,12 +790,23 @@ impl Server {
         )
     }
 
-    fn send(&self, auth_key: &str, session_filter: Option<&str>, message: Value) {
+    /// Sends `message` to `auth_key`'s sessions (only `session_filter`, if given); the
+    /// message is built only if one of them is subscribed (most status changes have no
+    /// listener, and rendering a task is not free).
+    fn send(&self, auth_key: &str, session_filter: Option<&str>, message: impl FnOnce() -> Value) {
         let subscribers = self.subscribers.lock().expect("subscribers");
+        let mut message = Some(message);
+        let mut built: Option<Value> = None;
         for (id, subscriber) in subscribers.iter() {
             if subscriber.auth_key != auth_key || session_filter.is_some_and(|only| only != id) {
                 continue;
             }
+            if built.is_none() {
+                built = message.take().map(|make| make());
+            }
+            let Some(message) = &built else {
+                return;
+            };
             // Full or closed: dropped. Notifications are hints; polling is the truth.
             let _ = subscriber.outbound.try_send(message.clone());
         }
@@ -808,11 +819,9 @@ impl Notify for Server {
     fn status_changed(&self, record: &TaskRecord) {
         self.waits.wake(&record.task_id);
         self.tell_listeners(record);
-        self.send(
-            &record.auth_key,
-            None,
-            wire::notification("notifications/tasks/status", wire::task_json(record)),
-        );
+        self.send(&record.auth_key, None, || {
+            wire::notification("notifications/tasks/status", wire::task_json(record))
+        });
         let mut progress = self.progress.lock().expect("progress");
         if let Some(watch) = progress.get_mut(&record.task_id) {
             watch.sent += 1;
@@ -830,7 +839,7 @@ impl Notify for Server {
             }
             drop(progress);
             // Progress stops at the terminal status: that change is the last one sent.
-            self.send(&record.auth_key, Some(&session), message);
+            self.send(&record.auth_key, Some(&session), || message);
         }
     }
 }
