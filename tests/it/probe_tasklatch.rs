@@ -80,13 +80,16 @@ fn tasklatch_over_stdio_has_no_findings_in_either_era() {
     assert_eq!(report.eras, ["2025-11-25", "2026-07-28"]);
     assert_no_findings(&report);
     // stdio cannot tell callers apart: tasks.list is not offered and there is no second
-    // identity (nor a second connection: its connection is its process); 2026-07-28 grants
+    // identity (nor a second connection or session stream: its connection is its process); 2026-07-28 grants
     // a TTL of an hour (clients cannot ask for less).
     assert_eq!(
         checks_with(&report, Verdict::NotApplicable),
         set(&[
             "2025-11-25 hostile.cancel-served-undeclared",
             "2025-11-25 hostile.keyed-retry-after-reconnect",
+            "2025-11-25 hostile.pushed.progress-to-its-session",
+            "2025-11-25 hostile.pushed.says-what-was-stored",
+            "2025-11-25 hostile.pushed.tenant-isolation",
             "2025-11-25 hostile.foreign-identity.cancel",
             "2025-11-25 hostile.foreign-identity.get",
             "2025-11-25 hostile.foreign-identity.list",
