@@ -73,7 +73,10 @@ run_engine() {
       if "$tree/tests/probe/self.sh" "$CARGO_TARGET_DIR/debug/tasklatch" "$budget" >"$log" 2>&1; then
         echo "missed"
       else
-        echo "caught: $(grep -m1 -oE '(FAIL|fail)[^|]*' "$log" | head -c 160)"
+        # The first mode whose probe had findings, and how many.
+        echo "caught: $(awk '/^-- /{mode=$2; sub(/,$/, "", mode)}
+          /[0-9]+ findings? \(/{match($0, /[0-9]+ findings? \([^)]*\)/);
+          print mode ": " substr($0, RSTART, RLENGTH); exit}' "$log")"
       fi ;;
     tests)
       if (cd "$tree" && cargo test --features postgres --test it) >"$log" 2>&1; then
