@@ -5,18 +5,11 @@
 
 use crate::histories;
 
-use histories::{applied, consistent, create, refused};
+use histories::{applied, consistent, create, invariants, refused};
 use tasklatch::check::{
     AppliedKind, Asked, CheckContext, ClientOp, ClientResult, Event, Revealed, check,
 };
 use tasklatch::contract::{Decision, Era, TaskOutcome, TaskStatus};
-
-fn invariants(history: &[Event]) -> Vec<&'static str> {
-    check(&consistent(history), &CheckContext::default())
-        .iter()
-        .map(|v| v.invariant)
-        .collect()
-}
 
 #[test]
 fn a_clean_history_has_no_violations() {

@@ -4,18 +4,9 @@
 
 use crate::histories;
 
-use histories::{applied, consistent, refused};
-use tasklatch::check::{
-    AppliedKind, Asked, CheckContext, Event, Opening, Push, Revealed, WireFields, check,
-};
+use histories::{applied, invariants, refused};
+use tasklatch::check::{AppliedKind, Asked, Event, Opening, Push, Revealed, WireFields};
 use tasklatch::contract::{Decision, Era, TaskOutcome, TaskStatus};
-
-fn invariants(history: &[Event]) -> Vec<&'static str> {
-    check(&consistent(history), &CheckContext::default())
-        .iter()
-        .map(|v| v.invariant)
-        .collect()
-}
 
 /// `notifications/tasks/status` of task `t1` saying `status`, on `session` of `caller`.
 fn status_pushed(session: &str, caller: &str, status: TaskStatus, updated_at_ms: u64) -> Event {
@@ -188,6 +179,19 @@ fn completed(expected: u64, written: TaskOutcome, at_ms: u64) -> Event {
     event
 }
 
+/// A worker's completion of `t1` at v1, refused as stale.
+fn completion_refused_at_v1() -> Event {
+    refused(
+        "t1",
+        "a",
+        AppliedKind::Transition,
+        Some(1),
+        Some(TaskStatus::Completed),
+        Decision::BlockStaleVersion,
+        30,
+    )
+}
+
 #[test]
 fn a_worker_writes_what_a_run_of_that_version_returned() {
     let good = [
@@ -210,15 +214,7 @@ fn a_worker_writes_what_a_run_of_that_version_returned() {
         ),
         run(1, 12, 12),
         returned(1, Some(outcome(1)), 30),
-        refused(
-            "t1",
-            "a",
-            AppliedKind::Transition,
-            Some(1),
-            Some(TaskStatus::Completed),
-            Decision::BlockStaleVersion,
-            30,
-        ),
+        completion_refused_at_v1(),
         completed(2, outcome(1), 31),
     ];
     assert_eq!(invariants(&blind), ["I20"]);
@@ -242,15 +238,7 @@ fn a_worker_writes_what_a_run_of_that_version_returned() {
             15,
         ),
         run(2, 20, 20),
-        refused(
-            "t1",
-            "a",
-            AppliedKind::Transition,
-            Some(1),
-            Some(TaskStatus::Completed),
-            Decision::BlockStaleVersion,
-            30,
-        ),
+        completion_refused_at_v1(),
     ];
     assert_eq!(invariants(&refused_blind), ["I20"]);
 }

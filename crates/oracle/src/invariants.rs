@@ -2,7 +2,7 @@
 //! [`TaskView`]: the task's events and what its applied changes established.
 
 use super::{
-    AppliedKind, Asked, CheckContext, ClientOp, ClientResult, Event, Revealed, TaskFacts,
+    AppliedKind, Asked, CheckContext, ClientOp, ClientResult, Event, Push, Revealed, TaskFacts,
     Violation, violation,
 };
 use crate::contract::{Decision, Era, TaskOutcome, TaskStatus};
@@ -517,32 +517,41 @@ fn owners(history: &[Event]) -> BTreeMap<&str, &str> {
         .collect()
 }
 
-/// I4: no answer to caller A reveals a task of caller B. The owner is the store's creation
-/// fact; an answer's own claim only where no fact exists.
+/// I4: no answer to caller A, and no message pushed to a session of A, reveals a task of
+/// caller B. The owner is the store's creation fact; an answer's own claim only where no
+/// fact exists.
 pub(super) fn i4_tenant_isolation(history: &[Event], out: &mut Vec<Violation>) {
     let owners = owners(history);
     for (index, event) in history.iter().enumerate() {
-        let Event::Client {
-            caller,
-            result: ClientResult::Ok { revealed, .. },
-            ..
-        } = event
-        else {
-            continue;
+        let (caller, shown, session): (&str, &[Revealed], Option<&str>) = match event {
+            Event::Client {
+                caller,
+                result: ClientResult::Ok { revealed, .. },
+                ..
+            } => (caller, revealed, None),
+            Event::Pushed {
+                caller,
+                session,
+                message: Push::Status { seen, .. },
+                ..
+            } => (caller, std::slice::from_ref(seen), Some(session)),
+            _ => continue,
         };
-        for seen in revealed {
+        for seen in shown {
             let owner = owners
                 .get(seen.task_id.as_str())
                 .copied()
                 .unwrap_or(seen.auth_key.as_str());
-            if !owner.is_empty() && owner != caller {
-                out.push(violation(
-                    "I4",
-                    &seen.task_id,
-                    format!("{caller} was shown a task of {owner}"),
-                    vec![index],
-                ));
+            if owner.is_empty() || owner == caller {
+                continue;
             }
+            let detail = match session {
+                None => format!("{caller} was shown a task of {owner}"),
+                Some(session) => {
+                    format!("{caller}'s session {session} was pushed a task of {owner}")
+                }
+            };
+            out.push(violation("I4", &seen.task_id, detail, vec![index]));
         }
     }
 }

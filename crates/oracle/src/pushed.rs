@@ -1,11 +1,11 @@
-//! I19: every message the server pushes to a session is for that session's caller (a
-//! breach is I4's: one tenant learns of another's task), is meant for that session (a
+//! I19: every message the server pushes to a session is meant for that session — a
 //! progress token's notifications go where the token was sent, a listen stream's to the
-//! session that opened it, about the tasks it named), and says what some stored version
-//! of its task said before the client read it.
+//! session that opened it, about the tasks it named — and says what some stored version
+//! of its task said before the client read it. That the session's caller owns the task is
+//! I4's, checked with every answer's (`invariants.rs`).
 
 use super::fields::{self, Records};
-use super::{AppliedKind, Event, Opening, Push, Revealed, TaskFacts, Violation, violation};
+use super::{Event, Opening, Push, Revealed, TaskFacts, Violation, violation};
 use crate::contract::Era;
 use std::collections::BTreeMap;
 
@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 /// the tasks named.
 type Openings<'h> = BTreeMap<(&'h str, &'h str), (&'h str, &'h [String])>;
 
-/// I19 (and I4 for pushed messages) over the whole history.
+/// I19's addressing over the whole history.
 pub(super) fn i19_pushed_as_meant(history: &[Event], out: &mut Vec<Violation>) {
     if !history
         .iter()
@@ -21,41 +21,29 @@ pub(super) fn i19_pushed_as_meant(history: &[Event], out: &mut Vec<Violation>) {
     {
         return;
     }
-    let mut owners: BTreeMap<&str, &str> = BTreeMap::new();
     let mut opened: Openings<'_> = BTreeMap::new();
     for event in history {
-        match event {
-            Event::Applied {
-                task_id,
-                auth_key,
-                kind: AppliedKind::Create,
-                ..
-            } => {
-                owners.insert(task_id, auth_key);
-            }
-            Event::Opened {
-                client,
-                session,
-                what,
-                ..
-            } => {
-                let (name, task_ids): (&str, &[String]) = match what {
-                    Opening::ProgressToken { token } => (token, &[]),
-                    Opening::Listen {
-                        subscription,
-                        task_ids,
-                    } => (subscription, task_ids),
-                };
-                opened.insert((client, name), (session, task_ids));
-            }
-            _ => {}
+        if let Event::Opened {
+            client,
+            session,
+            what,
+            ..
+        } = event
+        {
+            let (name, task_ids): (&str, &[String]) = match what {
+                Opening::ProgressToken { token } => (token, &[]),
+                Opening::Listen {
+                    subscription,
+                    task_ids,
+                } => (subscription, task_ids),
+            };
+            opened.insert((client, name), (session, task_ids));
         }
     }
     for (index, event) in history.iter().enumerate() {
         let Event::Pushed {
             client,
             session,
-            caller,
             message,
             ..
         } = event
@@ -76,20 +64,11 @@ pub(super) fn i19_pushed_as_meant(history: &[Event], out: &mut Vec<Violation>) {
                 vec![index],
             )),
             Push::Progress { token } => meant.progress(token, out),
-            Push::Status { seen, subscription } => {
-                let owner = owners.get(seen.task_id.as_str()).copied();
-                if let Some(owner) = owner.filter(|owner| owner != caller) {
-                    out.push(violation(
-                        "I4",
-                        &seen.task_id,
-                        format!("{caller}'s session {session} was pushed a task of {owner}"),
-                        vec![index],
-                    ));
-                }
-                if let Some(subscription) = subscription {
-                    meant.listened(subscription, &seen.task_id, out);
-                }
-            }
+            Push::Status {
+                seen,
+                subscription: Some(subscription),
+            } => meant.listened(subscription, &seen.task_id, out),
+            Push::Status { .. } => {}
         }
     }
 }

@@ -4,7 +4,8 @@
 #![allow(dead_code)] // each test binary uses a different part of this module
 
 use tasklatch::check::{
-    AppliedKind, Asked, ClientOp, ClientResult, Event, Injection, Revealed, RuntimeNote, Stored,
+    AppliedKind, Asked, CheckContext, ClientOp, ClientResult, Event, Injection, Revealed,
+    RuntimeNote, Stored, check,
 };
 use tasklatch::contract::{Decision, Era, TaskStatus};
 
@@ -207,4 +208,12 @@ pub fn consistent(history: &[Event]) -> Vec<Event> {
         last.insert(task_id.clone(), (**stored).clone());
     }
     history
+}
+
+/// The invariants `history` (made [`consistent`]) breaks, in the order they are reported.
+pub fn invariants(history: &[Event]) -> Vec<&'static str> {
+    check(&consistent(history), &CheckContext::default())
+        .iter()
+        .map(|v| v.invariant)
+        .collect()
 }

@@ -332,25 +332,7 @@ impl Client {
             },
             era: self.era,
         };
-        let params = match self.era {
-            Era::Core2025 if self.shared.scenario.streams => {
-                // Progress on this token is for this session alone.
-                let token = format!("{}/{key}", self.session.id);
-                self.shared.history.push(Event::Opened {
-                    client: self.name.clone(),
-                    session: self.session.id.clone(),
-                    what: Opening::ProgressToken {
-                        token: token.clone(),
-                    },
-                    at_ms: SimEnv.now_ms(),
-                });
-                json!({
-                    "name": tool,
-                    "arguments": arguments,
-                    "task": self.task_params,
-                    "_meta": { wire::IDEMPOTENCY_KEY: key, "progressToken": token },
-                })
-            }
+        let mut params = match self.era {
             Era::Core2025 => json!({
                 "name": tool,
                 "arguments": arguments,
@@ -364,6 +346,19 @@ impl Client {
                 "_meta": { wire::IDEMPOTENCY_KEY: key },
             }),
         };
+        if self.era == Era::Core2025 && self.shared.scenario.streams {
+            // Progress on this token is for this session alone.
+            let token = format!("{}/{key}", self.session.id);
+            self.shared.history.push(Event::Opened {
+                client: self.name.clone(),
+                session: self.session.id.clone(),
+                what: Opening::ProgressToken {
+                    token: token.clone(),
+                },
+                at_ms: SimEnv.now_ms(),
+            });
+            params["_meta"]["progressToken"] = json!(token);
+        }
         (op, params)
     }
 
@@ -838,16 +833,16 @@ impl Client {
             return;
         }
         self.drain_streams();
-        let (main_open, watcher_open) = {
+        let (main_open, reopened) = {
             let streams = self.streams.lock().expect("streams");
-            (streams.main.is_some(), streams.watcher.is_some())
+            (streams.main.is_some(), streams.opened > 0)
         };
         match self.era {
             Era::Core2025 => {
                 let Some(server) = streams::server_of(&self.shared, self.process) else {
                     return;
                 };
-                if !main_open && self.streams.lock().expect("streams").opened > 0 {
+                if !main_open && reopened {
                     self.reconnect();
                 }
                 let mut streams = self.streams.lock().expect("streams");
@@ -855,7 +850,7 @@ impl Client {
                     streams.main = Some(Stream::open(&server, &self.name, &self.session));
                     streams.opened += 1;
                 }
-                if !watcher_open && self.watches {
+                if streams.watcher.is_none() && self.watches {
                     let mut watcher = self.session.clone();
                     watcher.id = format!("{}/watch~{}", self.name, streams.opened);
                     streams.watcher = Some(Stream::open(&server, &self.name, &watcher));

@@ -2,9 +2,10 @@
 //! (I19, and I4 for pushed messages). A 2025-11-25 client holds its session's stream (the
 //! GET stream of Streamable HTTP) and, every other tenant, a second session of its
 //! identity that only listens (a second tab): status notifications are for every session
-//! of the caller, progress only for the session whose create sent the token. A 2026-07-28 client listens to its
-//! tasks (`subscriptions/listen`). A stream dies with the server process that holds it;
-//! the client notices (its queue closes) and opens another on a new session.
+//! of the caller, progress only for the session whose create sent the token. A 2026-07-28
+//! client listens to its tasks (`subscriptions/listen`). A stream dies with the server
+//! process that holds it; the client notices (its queue closes) and opens another on a new
+//! session.
 //!
 //! Streams are read between the client's steps, never by a task of their own: the
 //! client's behaviour (and so a seed's trace) does not depend on when a message arrives,
@@ -47,10 +48,9 @@ impl Stream {
         }
     }
 
-    /// Records every message that arrived; `false` once the server that held the stream
-    /// is gone (its process died).
-    /// A status of a task in `known` is not recorded (a watcher's copy of what its
-    /// client's own stream records).
+    /// Records every message that arrived, but a status of a task in `known` (a watcher's
+    /// copy of what its client's own stream records); `false` once the server that held
+    /// the stream is gone (its process died).
     pub(super) fn drain(&mut self, history: &History, known: &[String]) -> bool {
         loop {
             match self.queue.try_recv() {
