@@ -15,18 +15,26 @@ fn a_crash_at_each_named_point_breaks_nothing() {
     }
 }
 
+/// Seeds each point's crash must be seen in, and the seeds tried to find them (a seed
+/// whose clients keep the tasks from the point until the faults stop reaches it too late).
+const SEEDS_CRASHED: usize = 6;
+const SEEDS_TRIED_MAX: u64 = 24;
+
 fn sweep_every_point(scenario: &Scenario, arrival: u64) {
     for point in Point::ALL {
-        for seed in 0..6 {
+        let mark = format!("sweep:{}", point.name());
+        let mut crashed = 0;
+        for seed in 0..SEEDS_TRIED_MAX {
             let outcome = run_seed_with(scenario, seed, Some(Sweep { point, arrival }));
-            let mark = format!("sweep:{}", point.name());
-            assert_eq!(
-                outcome.marks.get(&mark),
-                Some(&1),
-                "{} seed {seed}: no crash at {}",
-                scenario.name,
-                point.name()
-            );
+            match outcome.marks.get(&mark) {
+                None => continue,
+                Some(&1) => crashed += 1,
+                Some(times) => panic!(
+                    "{} seed {seed}: crashed {times} times at {}",
+                    scenario.name,
+                    point.name()
+                ),
+            }
             assert!(
                 outcome.violations.is_empty(),
                 "{} seed {seed}, crash at {}: {}\n  timeline tail:\n{}",
@@ -43,6 +51,16 @@ fn sweep_every_point(scenario: &Scenario, arrival: u64) {
                     .collect::<Vec<_>>()
                     .join("\n")
             );
+            if crashed == SEEDS_CRASHED {
+                break;
+            }
         }
+        assert_eq!(
+            crashed,
+            SEEDS_CRASHED,
+            "{}: a crash at {} in only {crashed} of seeds 0..{SEEDS_TRIED_MAX}",
+            scenario.name,
+            point.name()
+        );
     }
 }

@@ -136,6 +136,84 @@ fn a_listen_message_goes_to_its_stream_about_a_task_it_named() {
     assert_eq!(invariants(&never), ["I19"]);
 }
 
+/// `t1` moved to `input_required` at version 2, asking `{"confirm": elicitation "ok?"}`.
+fn input_required() -> Event {
+    let mut event = applied(
+        "t1",
+        AppliedKind::Transition,
+        Some(1),
+        2,
+        TaskStatus::InputRequired,
+        20,
+    );
+    let question = serde_json::json!({
+        "method": "elicitation/create",
+        "params": { "message": "ok?" },
+    });
+    let open: serde_json::Map<String, serde_json::Value> =
+        [("confirm".to_owned(), question)].into_iter().collect();
+    if let Event::Applied { asked, stored, .. } = &mut event {
+        stored.input_requests = Some(open.clone());
+        if let Asked::Transition { input_requests, .. } = &mut **asked {
+            *input_requests = Some(open);
+        }
+    }
+    event
+}
+
+/// An `elicitation/create` about `task_id` saying `message`, on `session` of `caller`
+/// (on a `tasks/result` call of `call`, if any).
+fn ask(session: &str, caller: &str, task_id: &str, call: Option<&str>, message: &str) -> Event {
+    Event::Pushed {
+        client: "c".into(),
+        session: session.into(),
+        caller: caller.into(),
+        message: Push::Ask {
+            task_id: task_id.into(),
+            method: "elicitation/create".into(),
+            params: serde_json::json!({ "message": message }),
+            call: call.map(str::to_owned),
+        },
+        at_ms: 60,
+    }
+}
+
+#[test]
+fn a_question_goes_where_it_can_be_answered_and_was_stored() {
+    let declared = || {
+        opened(
+            "s",
+            Opening::Initialized {
+                methods: vec!["elicitation/create".into()],
+            },
+        )
+    };
+    let with = |asked: Event| [created(), input_required(), declared(), asked];
+    let good = with(ask("s", "a", "t1", Some("t1"), "ok?"));
+    assert_eq!(invariants(&good), Vec::<&str>::new());
+    let on_the_session = with(ask("s", "a", "t1", None, "ok?"));
+    assert_eq!(invariants(&on_the_session), Vec::<&str>::new());
+    // A session whose client never declared elicitation: I19.
+    let undeclared = with(ask("watch", "a", "t1", None, "ok?"));
+    assert_eq!(invariants(&undeclared), ["I19"]);
+    // On the tasks/result call of another task: I19.
+    let other_call = with(ask("s", "a", "t1", Some("t2"), "ok?"));
+    assert_eq!(invariants(&other_call), ["I19"]);
+    // Another tenant's session asked about the task: I4.
+    let foreign = with(ask("s", "b", "t1", Some("t1"), "ok?"));
+    assert_eq!(invariants(&foreign), ["I4"]);
+    // A question no stored version held open, or not yet when it was read: I19.
+    let invented = with(ask("s", "a", "t1", Some("t1"), "delete everything?"));
+    assert_eq!(invariants(&invented), ["I19"]);
+    let early = [
+        created(),
+        declared(),
+        ask("s", "a", "t1", Some("t1"), "ok?"),
+        input_required(),
+    ];
+    assert_eq!(invariants(&early), ["I19"]);
+}
+
 fn run(version: u64, read_at_ms: u64, at_ms: u64) -> Event {
     Event::ToolRun {
         task_id: "t1".into(),

@@ -32,7 +32,7 @@ pub(super) struct Record<'h> {
     pub(super) version: u64,
     pub(super) outcome: Option<&'h TaskOutcome>,
     pub(super) expires_at_ms: Option<u64>,
-    stored: Stored,
+    pub(super) stored: Stored,
 }
 
 /// Builds the record a write must leave: from the record before it (`None` for an

@@ -535,6 +535,20 @@ pub(super) fn i4_tenant_isolation(history: &[Event], out: &mut Vec<Violation>) {
                 message: Push::Status { seen, .. },
                 ..
             } => (caller, std::slice::from_ref(seen), Some(session)),
+            Event::Pushed {
+                caller,
+                session,
+                message: Push::Ask { task_id, .. },
+                ..
+            } => {
+                if let Some(owner) = owners.get(task_id.as_str())
+                    && owner != caller
+                {
+                    let detail = format!("{caller}'s session {session} was asked a question of a task of {owner}");
+                    out.push(violation("I4", task_id, detail, vec![index]));
+                }
+                continue;
+            }
             _ => continue,
         };
         for seen in shown {

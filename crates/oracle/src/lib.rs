@@ -279,6 +279,20 @@ pub enum Push {
         /// The progress token it named.
         token: String,
     },
+    /// A side request asking a task's question (2025-11-25: `elicitation/create`, …, with
+    /// the related-task `_meta`).
+    Ask {
+        /// The task its related-task `_meta` named.
+        task_id: String,
+        /// The request's method.
+        method: String,
+        /// Its params, the related-task `_meta` taken out (and `_meta` itself, if that
+        /// left it empty): what the task's stored question said.
+        params: serde_json::Value,
+        /// The task of the `tasks/result` call whose stream carried it; `None` when it came
+        /// on the session's own stream.
+        call: Option<String>,
+    },
     /// A message the client could not read as any of these.
     Unreadable {
         /// Its method, if it had one.
@@ -295,6 +309,11 @@ pub enum Opening {
     ProgressToken {
         /// The token.
         token: String,
+    },
+    /// An `initialize` declaring what the client can be asked on that session.
+    Initialized {
+        /// The side-request methods its capabilities allow (`elicitation/create`, …).
+        methods: Vec<String>,
     },
     /// A `subscriptions/listen` request.
     Listen {
@@ -649,6 +668,10 @@ pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
                 message: Push::Status { seen, .. },
                 ..
             } => tasks.entry(&seen.task_id).or_default().pushed.push(index),
+            Event::Pushed {
+                message: Push::Ask { task_id, .. },
+                ..
+            } => tasks.entry(task_id).or_default().pushed.push(index),
             Event::Client {
                 result: ClientResult::Ok { revealed, .. },
                 ..
@@ -692,7 +715,7 @@ struct TaskFacts {
     discarded: Vec<usize>,
     reads: Vec<usize>,
     notified: Vec<usize>,
-    /// Pushed status messages about the task.
+    /// Pushed status messages and questions about the task.
     pushed: Vec<usize>,
 }
 

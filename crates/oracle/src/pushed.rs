@@ -1,8 +1,10 @@
 //! I19: every message the server pushes to a session is meant for that session — a
 //! progress token's notifications go where the token was sent, a listen stream's to the
-//! session that opened it, about the tasks it named — and says what some stored version
-//! of its task said before the client read it. That the session's caller owns the task is
-//! I4's, checked with every answer's (`invariants.rs`).
+//! session that opened it, about the tasks it named, a question only to a session whose
+//! client declared it can be asked one (and on a `tasks/result` call's stream, only that
+//! call's task's) — and says what some stored version of its task said before the client
+//! read it. That the session's caller owns the task is I4's, checked with every answer's
+//! (`invariants.rs`).
 
 use super::fields::{self, Records};
 use super::{Event, Opening, Push, Revealed, TaskFacts, Violation, violation};
@@ -13,6 +15,9 @@ use std::collections::BTreeMap;
 /// the tasks named.
 type Openings<'h> = BTreeMap<(&'h str, &'h str), (&'h str, &'h [String])>;
 
+/// What each client declared it can be asked, by client and session.
+type Declared<'h> = BTreeMap<(&'h str, &'h str), &'h [String]>;
+
 /// I19's addressing over the whole history.
 pub(super) fn i19_pushed_as_meant(history: &[Event], out: &mut Vec<Violation>) {
     if !history
@@ -22,6 +27,7 @@ pub(super) fn i19_pushed_as_meant(history: &[Event], out: &mut Vec<Violation>) {
         return;
     }
     let mut opened: Openings<'_> = BTreeMap::new();
+    let mut declared: Declared<'_> = BTreeMap::new();
     for event in history {
         if let Event::Opened {
             client,
@@ -36,6 +42,10 @@ pub(super) fn i19_pushed_as_meant(history: &[Event], out: &mut Vec<Violation>) {
                     subscription,
                     task_ids,
                 } => (subscription, task_ids),
+                Opening::Initialized { methods } => {
+                    declared.insert((client, session), methods);
+                    continue;
+                }
             };
             opened.insert((client, name), (session, task_ids));
         }
@@ -55,6 +65,7 @@ pub(super) fn i19_pushed_as_meant(history: &[Event], out: &mut Vec<Violation>) {
             client,
             session,
             opened: &opened,
+            declared: &declared,
         };
         match message {
             Push::Unreadable { method, detail } => out.push(violation(
@@ -69,6 +80,12 @@ pub(super) fn i19_pushed_as_meant(history: &[Event], out: &mut Vec<Violation>) {
                 subscription: Some(subscription),
             } => meant.listened(subscription, &seen.task_id, out),
             Push::Status { .. } => {}
+            Push::Ask {
+                task_id,
+                method,
+                call,
+                ..
+            } => meant.asked(task_id, method, call.as_deref(), out),
         }
     }
 }
@@ -79,6 +96,7 @@ struct Meant<'a, 'h> {
     client: &'h str,
     session: &'h str,
     opened: &'a Openings<'h>,
+    declared: &'a Declared<'h>,
 }
 
 impl Meant<'_, '_> {
@@ -130,6 +148,32 @@ impl Meant<'_, '_> {
     }
 }
 
+impl Meant<'_, '_> {
+    /// A question reaches only a session whose client declared the method in `initialize`;
+    /// on a `tasks/result` call's stream, only a question of that call's task.
+    fn asked(&self, task_id: &str, method: &str, call: Option<&str>, out: &mut Vec<Violation>) {
+        let declared = self
+            .declared
+            .get(&(self.client, self.session))
+            .is_some_and(|methods| methods.iter().any(|declared| declared == method));
+        let problem = match call {
+            _ if !declared => format!(
+                "was asked {method:?}, which its client never declared it can answer there"
+            ),
+            Some(call) if call != task_id => {
+                format!("was asked a question of its task on a tasks/result call of task {call}")
+            }
+            _ => return,
+        };
+        out.push(violation(
+            "I19",
+            task_id,
+            format!("session {} {problem}", self.session),
+            vec![self.index],
+        ));
+    }
+}
+
 /// I19 for one task: each pushed status of it says what a version stored before it was
 /// read said (`records`: the task's applied changes, as I11 and I12 read them).
 pub(super) fn i19_said_as_stored(
@@ -139,13 +183,60 @@ pub(super) fn i19_said_as_stored(
     out: &mut Vec<Violation>,
 ) {
     for &index in &facts.pushed {
-        if let Event::Pushed {
-            message: Push::Status { seen, .. },
-            ..
-        } = &history[index]
-        {
-            said_before(index, seen, records, out);
+        match &history[index] {
+            Event::Pushed {
+                message: Push::Status { seen, .. },
+                ..
+            } => said_before(index, seen, records, out),
+            Event::Pushed {
+                message:
+                    Push::Ask {
+                        task_id,
+                        method,
+                        params,
+                        ..
+                    },
+                ..
+            } => asked_before(index, task_id, method, params, records, out),
+            _ => {}
         }
+    }
+}
+
+/// The question is one a version stored before it was read held open: `input_required`,
+/// with a question of that method and those params.
+fn asked_before(
+    index: usize,
+    task_id: &str,
+    method: &str,
+    params: &serde_json::Value,
+    records: &Records<'_>,
+    out: &mut Vec<Violation>,
+) {
+    let empty = serde_json::Value::Object(serde_json::Map::new());
+    let held = |question: &serde_json::Value| {
+        let stored_params = match question.get("params") {
+            None | Some(serde_json::Value::Null) => &empty,
+            Some(stored) => stored,
+        };
+        question["method"] == method && stored_params == params
+    };
+    let asked = records.iter().any(|(at, record, ..)| {
+        *at < index
+            && record.status == crate::contract::TaskStatus::InputRequired
+            && record
+                .stored
+                .input_requests
+                .as_ref()
+                .is_some_and(|open| open.values().any(held))
+    });
+    if !asked {
+        out.push(violation(
+            "I19",
+            task_id,
+            format!("asked {method:?} with params no stored version of the task held open"),
+            vec![index],
+        ));
     }
 }
 

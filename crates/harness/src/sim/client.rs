@@ -11,7 +11,7 @@ use super::world::Shared;
 use crate::check::{ClientOp, ClientResult, Event, Opening, Revealed};
 use crate::contract::{Decision, Era, Negotiated, TaskStatus};
 use crate::mcp::modern;
-use crate::mcp::server::STORE_UNAVAILABLE;
+use crate::mcp::server::{Outbound, STORE_UNAVAILABLE};
 use crate::mcp::wire::{self, Incoming};
 use crate::mcp::{Server, Session};
 use crate::runtime::Env;
@@ -39,12 +39,14 @@ pub(super) enum Reply {
 /// One JSON-RPC request through the MCP handler `tasklatch serve` runs, handed over as
 /// the transports' parser yields it (that parser is fuzzed and tested on its own; writing
 /// each request as text and parsing it back cost a tenth of a seed), answered as the JSON
-/// a transport would write.
+/// a transport would write. `stream`: where the call may send requests to the client (a
+/// 2025-11-25 `tasks/result`'s questions).
 pub(super) async fn rpc(
     server: &Server,
     session: &Session,
     method: &str,
     params: serde_json::Value,
+    stream: Option<&Outbound>,
 ) -> Reply {
     let serde_json::Value::Object(params) = params else {
         unreachable!("a client's params are an object");
@@ -55,7 +57,7 @@ pub(super) async fn rpc(
         params,
     };
     let mut answer = server
-        .handle(session, request)
+        .handle_on(session, request, stream)
         .await
         .expect("a request is answered");
     if let Some(result) = answer
@@ -84,9 +86,10 @@ pub(super) async fn rpc(
 /// outcomes:
 ///
 /// - 2025-11-25: `tools/call` with `task`, `tasks/get`, `tasks/result`, `tasks/list`
-///   (adopting tasks it never heard of). Answering a task's question is the one step
-///   outside the wire there: the server-side effect of an elicitation answer, applied to
-///   the store directly.
+///   (adopting tasks it never heard of). It answers a task's question as an
+///   `elicitation/create` on a blocked `tasks/result` ([`questions`]), where the scenario
+///   has clients hold streams, three times in four; otherwise off the wire, as the
+///   server-side effect of an elicitation answer applied to the store directly.
 /// - 2026-07-28: the `_meta` envelope on every request, server-directed creation,
 ///   outcomes inlined in `tasks/get`, questions answered by `tasks/update`, no list (its
 ///   last create attempt is never lost: it could not find the task otherwise).
@@ -140,6 +143,8 @@ pub(super) async fn client(shared: Arc<Shared>, tenant: usize, era: Era) {
     client.drain_streams();
 }
 
+mod questions;
+
 /// Bounds on a client's loops.
 const CREATE_ATTEMPTS_MAX: usize = 5;
 /// A 2026-07-28 client's create retries (each after a poll interval while the store is
@@ -179,6 +184,9 @@ struct Client {
     watches: bool,
     /// The last status each task showed this client (what a `tasks/result` answer is for).
     last_status: BTreeMap<String, TaskStatus>,
+    /// The server incarnation its session declared its capabilities to (2025-11-25; see
+    /// [`questions`]); a restarted process knows the session no more.
+    initialized_on: Option<std::sync::Weak<Server>>,
 }
 
 impl Client {
@@ -206,6 +214,7 @@ impl Client {
             era,
             mine: Vec::new(),
             last_status: BTreeMap::new(),
+            initialized_on: None,
             streams: std::sync::Mutex::new(Streams::default()),
             watches: tenant.is_multiple_of(2),
         }
@@ -261,8 +270,9 @@ impl Client {
         self.reconnects += 1;
         self.session.id = format!("{}~{}", self.name, self.reconnects);
         self.mark("reconnected");
-        // The old connection's stream went with it.
+        // The old connection's stream and what it declared went with it.
         self.streams.lock().expect("streams").main = None;
+        self.initialized_on = None;
     }
 
     /// Whether this answer is lost on its way back (the knob's chance).
@@ -272,7 +282,17 @@ impl Client {
 
     /// One request in the client's era: a 2026-07-28 client puts its envelope (version,
     /// capabilities with the tasks extension) in `_meta`.
-    async fn rpc(&self, method: &str, mut params: serde_json::Value) -> Reply {
+    async fn rpc(&self, method: &str, params: serde_json::Value) -> Reply {
+        self.rpc_on(method, params, None).await
+    }
+
+    /// [`Client::rpc`] whose call may send requests to the client on `stream`.
+    async fn rpc_on(
+        &self,
+        method: &str,
+        mut params: serde_json::Value,
+        stream: Option<Outbound>,
+    ) -> Reply {
         if self.era == Era::Extension2026 {
             let meta = params
                 .as_object_mut()
@@ -286,7 +306,7 @@ impl Client {
         self.drain_streams();
         *self.sent_after.lock().expect("sent_after") = Some(self.shared.history.len());
         let Some(mut process) = self.process else {
-            return rpc(&self.server, &self.session, method, params).await;
+            return rpc(&self.server, &self.session, method, params, stream.as_ref()).await;
         };
         // A 2026-07-28 request has no session: a balancer may send it to any process.
         let processes = self.shared.processes.len();
@@ -294,7 +314,7 @@ impl Client {
             process = super::faults::roll(processes as u64) as usize;
         }
         let reply = self.shared.processes[process]
-            .call(&self.session, method, params)
+            .call(&self.session, method, params, stream)
             .await;
         if matches!(reply, Reply::Lost) {
             self.mark("connection-lost");
@@ -501,6 +521,11 @@ impl Client {
             {
                 match asked {
                     Some(asked) => self.update_input(task_id, &asked).await,
+                    None if self.elicits() => {
+                        if self.result_answering(task_id).await {
+                            return;
+                        }
+                    }
                     None => self.provide_input(task_id, version),
                 }
             }

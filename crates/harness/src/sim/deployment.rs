@@ -16,6 +16,8 @@ use super::tools::SimNotify;
 use super::world::Shared;
 use crate::check::Event;
 use crate::contract::TaskRecord;
+use crate::mcp::server::Outbound;
+use crate::mcp::wire::Incoming;
 use crate::mcp::{Server, Session};
 use crate::runtime::{MemoryQueue, Notify};
 use crate::store::{Change, ChangeFeed, ChangeSink, TaskStore};
@@ -24,12 +26,23 @@ use madsim::task::NodeId;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// A request on its way to a process, with where its answer goes.
-struct Request {
-    session: Session,
-    method: String,
-    params: serde_json::Value,
-    answer: tokio::sync::oneshot::Sender<Reply>,
+/// A message on its way to a process.
+enum Request {
+    /// A request, with where its answer goes and the stream its call may carry requests to
+    /// the client on (a 2025-11-25 `tasks/result`'s questions).
+    Call {
+        session: Session,
+        method: String,
+        params: serde_json::Value,
+        stream: Option<Outbound>,
+        answer: tokio::sync::oneshot::Sender<Reply>,
+    },
+    /// A client's response to a request the server sent it.
+    Response {
+        session: Session,
+        id: serde_json::Value,
+        outcome: Result<serde_json::Value, serde_json::Value>,
+    },
 }
 
 /// One server process as the clients find it: the inbox of its current incarnation (its
@@ -56,20 +69,41 @@ impl ProcessSlot {
         session: &Session,
         method: &str,
         params: serde_json::Value,
+        stream: Option<Outbound>,
     ) -> Reply {
-        let inbox = self.inbox.lock().expect("process inbox").clone();
         let (answer, answered) = tokio::sync::oneshot::channel();
-        let request = Request {
+        let request = Request::Call {
             session: session.clone(),
             method: method.to_owned(),
             params,
+            stream,
             answer,
         };
-        let sent = inbox.is_some_and(|inbox| inbox.send(request).is_ok());
-        if !sent {
+        if !self.send(request) {
             return Reply::Lost;
         }
         answered.await.unwrap_or(Reply::Lost)
+    }
+
+    /// A client's response to the server's request `id`, sent on `session` (lost with
+    /// nothing said if the process is down: the connection it would go on is gone).
+    pub(super) fn respond(
+        &self,
+        session: &Session,
+        id: serde_json::Value,
+        outcome: Result<serde_json::Value, serde_json::Value>,
+    ) {
+        let response = Request::Response {
+            session: session.clone(),
+            id,
+            outcome,
+        };
+        self.send(response);
+    }
+
+    fn send(&self, request: Request) -> bool {
+        let inbox = self.inbox.lock().expect("process inbox").clone();
+        inbox.is_some_and(|inbox| inbox.send(request).is_ok())
     }
 }
 
@@ -194,13 +228,26 @@ async fn run_process(shared: Arc<Shared>, index: usize, node_id: Arc<Mutex<Optio
     while let Some(request) = requests.recv().await {
         let server = server.clone();
         drop(madsim::task::spawn(async move {
-            let Request {
-                session,
-                method,
-                params,
-                answer,
-            } = request;
-            let _ = answer.send(rpc(&server, &session, &method, params).await);
+            match request {
+                Request::Call {
+                    session,
+                    method,
+                    params,
+                    stream,
+                    answer,
+                } => {
+                    let reply = rpc(&server, &session, &method, params, stream.as_ref()).await;
+                    let _ = answer.send(reply);
+                }
+                Request::Response {
+                    session,
+                    id,
+                    outcome,
+                } => {
+                    let response = Incoming::Response { id, outcome };
+                    let _ = server.handle(&session, response).await;
+                }
+            }
         }));
     }
 }

@@ -18,6 +18,7 @@ use super::world::Shared;
 use crate::check::{Event, Opening, Push};
 use crate::contract::Era;
 use crate::mcp::modern::{self, META_SUBSCRIPTION_ID};
+use crate::mcp::wire;
 use crate::mcp::{Server, Session};
 use crate::runtime::Env;
 use serde_json::{Value, json};
@@ -25,7 +26,7 @@ use std::sync::Arc;
 
 /// Messages a session's queue holds before the server drops more (notifications are
 /// hints: a full queue loses them, as a slow reader would).
-const QUEUED_MAX: usize = 256;
+pub(super) const QUEUED_MAX: usize = 256;
 
 /// One session's stream, as its client reads it.
 pub(super) struct Stream {
@@ -133,7 +134,38 @@ fn read_push(history: &History, message: &Value) -> Option<Push> {
         // The listen's acknowledgement, and the answer that ends it: nothing to judge.
         "notifications/subscriptions/acknowledged" => return None,
         "" if message.get("id").is_some() => return None,
+        _ if message.get("id").is_some() => return read_ask(message, None),
         _ => unreadable("a message no client asked for"),
+    })
+}
+
+/// A request the server sent a client (on a `tasks/result` call's stream: `call` names
+/// its task) as the question of the task its related-task `_meta` names; `None` for what
+/// is not a request.
+pub(super) fn read_ask(message: &Value, call: Option<&str>) -> Option<Push> {
+    let method = message["method"].as_str()?;
+    message.get("id")?;
+    let mut params = message.get("params").cloned().unwrap_or_else(|| json!({}));
+    let task_id = params["_meta"][wire::RELATED_TASK]["taskId"]
+        .as_str()
+        .map(str::to_owned);
+    let Some(task_id) = task_id else {
+        return Some(Push::Unreadable {
+            method: method.to_owned(),
+            detail: "a request naming no related task".to_owned(),
+        });
+    };
+    if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.remove(wire::RELATED_TASK);
+        if meta.is_empty() {
+            params.as_object_mut().map(|params| params.remove("_meta"));
+        }
+    }
+    Some(Push::Ask {
+        task_id,
+        method: method.to_owned(),
+        params,
+        call: call.map(str::to_owned),
     })
 }
 
