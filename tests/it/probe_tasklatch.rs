@@ -102,6 +102,9 @@ fn tasklatch_over_stdio_has_no_findings_in_either_era() {
             "2026-07-28 hostile.foreign-identity.cancel",
             "2026-07-28 hostile.foreign-identity.get",
             "2026-07-28 hostile.foreign-identity.update",
+            "2026-07-28 hostile.pushed.listen-as-asked",
+            "2026-07-28 hostile.pushed.says-what-was-stored",
+            "2026-07-28 hostile.pushed.tenant-isolation",
         ])
     );
     assert_eq!(checks_with(&report, Verdict::Risk), retried_call_risks());

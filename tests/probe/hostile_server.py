@@ -33,6 +33,11 @@ contract is not. Two modes:
                                                     hostile.pushed.progress-to-its-session
     a create pushes "failed" for a task that will
       complete                                   -> hostile.pushed.says-what-was-stored
+    a subscriptions/listen (2026-07-28) is told of
+      every task, whoever's and whatever it named,
+      first as "failed"                          -> hostile.pushed.tenant-isolation,
+                                                    hostile.pushed.listen-as-asked,
+                                                    hostile.pushed.says-what-was-stored
     and under a workload (tasklatch probe --budget) the same defects break
     workload.isolation, workload.terminal-latch, workload.gone-stays-gone and
     workload.one-result.
@@ -59,6 +64,8 @@ import time
 import uuid
 
 TASK_SECONDS = 0.5
+LISTEN_SECONDS = 1.5
+SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 GONE_SECONDS = 1.0
 KEY_META = "dev.tasklatch/idempotency-key"
 ENVELOPE_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -326,6 +333,43 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if self.wfile not in streams:
                     return
 
+    def listen(self, message):
+        """A subscriptions/listen: every task, whoever's, named or not, first as failed."""
+        subscription = message.get("id")
+        asked = ((message.get("params") or {}).get("notifications") or {}).get("taskIds") or []
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+
+        def send(method, params):
+            params = dict(params, _meta={SUBSCRIPTION: subscription})
+            data = {"jsonrpc": "2.0", "method": method, "params": params}
+            self.wfile.write(("data: %s\n\n" % json.dumps(data)).encode())
+            self.wfile.flush()
+
+        def tell(failed):
+            for task_id in list(tasks):
+                try:
+                    fields = task_fields(task_id, True)
+                except RpcError:
+                    continue
+                if failed:
+                    fields["status"] = "failed"
+                send("notifications/tasks", fields)
+
+        try:
+            send("notifications/subscriptions/acknowledged", {"notifications": {"taskIds": asked}})
+            tell(True)
+            deadline = time.monotonic() + LISTEN_SECONDS
+            while time.monotonic() < deadline:
+                time.sleep(0.1)
+                tell(False)
+            closing = {"jsonrpc": "2.0", "id": subscription, "result": {"resultType": "complete"}}
+            self.wfile.write(("data: %s\n\n" % json.dumps(closing)).encode())
+        except OSError:
+            pass
+        self.close_connection = True
+
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("content-length") or 0))
         owner = self.headers.get("authorization") or "anonymous"
@@ -336,6 +380,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except ValueError:
             reply = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
         else:
+            if isinstance(message, dict) and message.get("method") == "subscriptions/listen":
+                return self.listen(message)
             if isinstance(message, dict) and message.get("method") == "initialize":
                 issued = session = str(uuid.uuid4())
             reply = answer(message, lambda method, params: handle_http(owner, method, params, session))

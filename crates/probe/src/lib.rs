@@ -48,6 +48,7 @@ mod pushed;
 pub mod render;
 pub mod retry;
 pub mod shapes;
+pub mod sse;
 pub mod swimlane;
 pub mod transport;
 pub mod workload;

@@ -5,6 +5,7 @@
 //! The spec's strings are restated here rather than taken from tasklatch's server, so that
 //! a mistake in the server cannot be agreed with by the probe that judges it.
 
+use super::sse::Listening;
 use super::transport::{Connection, Exchange};
 use crate::check::WireFields;
 use crate::contract::{Era, TaskStatus};
@@ -235,6 +236,30 @@ impl Peer {
         self.connection
             .send(&message, &headers, true, timeout)
             .await
+    }
+
+    /// Opens a 2026-07-28 `subscriptions/listen` about `task_ids`, its request id
+    /// `subscription` (each message of the stream names it), and reads the stream it is
+    /// answered with; over HTTP only (an error says why not, or what the server answered).
+    pub async fn subscribe(
+        &self,
+        subscription: &str,
+        task_ids: &[String],
+    ) -> Result<Listening, String> {
+        let params = self.enveloped(json!({ "notifications": { "taskIds": task_ids } }), true);
+        let message = json!({
+            "jsonrpc": "2.0",
+            "id": subscription,
+            "method": "subscriptions/listen",
+            "params": params,
+        });
+        let headers = self.headers("subscriptions/listen", &message["params"]);
+        match &*self.connection {
+            Connection::Http(http) => http.listen_to(&message.to_string(), &headers).await,
+            Connection::Stdio(_) => {
+                Err("over stdio a listen's stream is the process's one output".to_owned())
+            }
+        }
     }
 
     /// Sends a notification (no answer awaited).

@@ -587,7 +587,7 @@ async fn keep_stderr(stderr: tokio::process::ChildStderr, kept: Arc<Mutex<Vec<St
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -671,6 +671,11 @@ impl HttpPeer {
     /// The session id the server gave at `initialize`, if any.
     pub fn session(&self) -> Option<String> {
         lock(&self.session).clone()
+    }
+
+    /// The path requests go to (`/mcp`).
+    pub(crate) fn url_path(&self) -> &str {
+        self.url.path.as_str()
     }
 
     /// Forgets the session (after a server restart, say).
@@ -765,7 +770,7 @@ impl HttpPeer {
                 return Err(format!("an answer longer than {MESSAGE_BYTES_MAX} bytes"));
             }
             if streamed {
-                for message in take_sse_events(&mut buffer) {
+                for message in crate::sse::take_sse_events(&mut buffer) {
                     sort_message(message, id, &mut answer);
                 }
                 if answer.response.is_some() || !expect_answer {
@@ -775,7 +780,7 @@ impl HttpPeer {
         }
         if streamed {
             buffer.extend_from_slice(b"\n\n");
-            for message in take_sse_events(&mut buffer) {
+            for message in crate::sse::take_sse_events(&mut buffer) {
                 sort_message(message, id, &mut answer);
             }
         } else if !buffer.is_empty() {
@@ -792,32 +797,9 @@ impl HttpPeer {
     }
 }
 
-/// A session's GET stream, read in the background: every message the server pushed on it
-/// so far. Dropping it closes the stream.
-pub struct Listening {
-    messages: Arc<Mutex<Vec<Value>>>,
-    reader: tokio::task::JoinHandle<()>,
-}
-
-impl Listening {
-    /// What arrived so far.
-    pub fn messages(&self) -> Vec<Value> {
-        lock(&self.messages).clone()
-    }
-}
-
-impl Drop for Listening {
-    fn drop(&mut self) {
-        self.reader.abort();
-    }
-}
-
-/// Messages a listening stream keeps, at most (the probe's tasks are few).
-const LISTENED_MAX: usize = 4_096;
-
 impl HttpPeer {
     /// A fresh HTTP/1 connection to the server, and the task that drives it.
-    async fn connect(
+    pub(crate) async fn connect(
         &self,
     ) -> Result<
         (
@@ -836,7 +818,7 @@ impl HttpPeer {
     }
 
     /// `request` with the host, this identity's token, its session and `headers`.
-    fn request(
+    pub(crate) fn request(
         &self,
         mut request: hyper::http::request::Builder,
         headers: &[(&str, String)],
@@ -852,59 +834,6 @@ impl HttpPeer {
             request = request.header(*name, value.as_str());
         }
         request
-    }
-
-    /// Opens this session's GET stream (Streamable HTTP's channel for what the server
-    /// sends unasked), with `headers`; an error names what the server answered instead.
-    pub async fn listen(&self, headers: &[(&str, String)]) -> Result<Listening, String> {
-        let (mut sender, driver) = self.connect().await?;
-        let request = self
-            .request(Request::get(self.url.path.as_str()), headers)
-            .header("accept", "text/event-stream")
-            .body(Full::new(Bytes::new()))
-            .map_err(|error| format!("building the request: {error}"))?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|error| format!("GET {}: {error}", self.url.path))?;
-        let streamed = response
-            .headers()
-            .get("content-type")
-            .and_then(|value| value.to_str().ok())
-            .is_some_and(|kind| kind.starts_with("text/event-stream"));
-        if response.status() != 200 || !streamed {
-            driver.abort();
-            return Err(format!(
-                "GET answered HTTP {} ({})",
-                response.status().as_u16(),
-                if streamed {
-                    "an event stream"
-                } else {
-                    "not an event stream"
-                }
-            ));
-        }
-        let messages = Arc::new(Mutex::new(Vec::new()));
-        let kept = messages.clone();
-        let reader = tokio::spawn(async move {
-            let mut body = response.into_body();
-            let mut buffer: Vec<u8> = Vec::new();
-            while let Some(Ok(frame)) = body.frame().await {
-                let Ok(data) = frame.into_data() else {
-                    continue;
-                };
-                buffer.extend_from_slice(&data);
-                let events = take_sse_events(&mut buffer);
-                let mut kept = lock(&kept);
-                let room = LISTENED_MAX.saturating_sub(kept.len());
-                kept.extend(events.into_iter().take(room));
-                if buffer.len() > MESSAGE_BYTES_MAX {
-                    break;
-                }
-            }
-            driver.abort();
-        });
-        Ok(Listening { messages, reader })
     }
 }
 
@@ -929,49 +858,9 @@ fn sort_message(message: Value, id: &Value, answer: &mut HttpAnswer) {
     }
 }
 
-/// Removes the complete SSE events from the front of `buffer` and returns the JSON of
-/// each event's data (events whose data is not JSON, priming events say, are skipped).
-fn take_sse_events(buffer: &mut Vec<u8>) -> Vec<Value> {
-    // A raw CR only ever ends a line here: JSON escapes it inside strings, and it is never
-    // part of a multi-byte UTF-8 sequence, so dropping it normalizes CRLF safely.
-    buffer.retain(|byte| *byte != b'\r');
-    let mut events = Vec::new();
-    while let Some(end) = buffer.windows(2).position(|pair| pair == b"\n\n") {
-        let event = String::from_utf8_lossy(&buffer[..end]).into_owned();
-        buffer.drain(..end + 2);
-        let data: Vec<&str> = event
-            .lines()
-            .filter_map(|line| {
-                line.strip_prefix("data:")
-                    .map(|rest| rest.strip_prefix(' ').unwrap_or(rest))
-            })
-            .collect();
-        if !data.is_empty()
-            && let Ok(message) = serde_json::from_str::<Value>(&data.join("\n"))
-        {
-            events.push(message);
-        }
-    }
-    events
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sse_events_are_split_and_kept_whole() {
-        let mut buffer = b"id: 1\ndata: {\"a\":1}\n\n: comment\n\ndata: {\"b\":".to_vec();
-        let events = take_sse_events(&mut buffer);
-        assert_eq!(events, vec![serde_json::json!({"a": 1})]);
-        assert_eq!(buffer, b"data: {\"b\":");
-        buffer.extend_from_slice(b"2}\r\n\r\n");
-        assert_eq!(
-            take_sse_events(&mut buffer),
-            vec![serde_json::json!({"b": 2})]
-        );
-        assert!(buffer.is_empty());
-    }
 
     #[test]
     fn urls_name_what_is_wrong() {
