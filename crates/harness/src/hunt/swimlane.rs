@@ -21,7 +21,13 @@ const TOP: f64 = 58.0;
 
 /// The diagram of `outcome`, titled `title`.
 pub fn render(outcome: &SimOutcome, title: &str) -> String {
-    let lanes = lane_order(outcome.lanes.iter().chain(&outcome.nodes));
+    let lanes = lane_order(
+        outcome
+            .lanes
+            .iter()
+            .map(|lane| &**lane)
+            .chain(outcome.nodes.iter().map(String::as_str)),
+    );
     // The phase marker alone does not stretch the axis: a short race stays readable.
     let end_ms = outcome
         .history
@@ -141,10 +147,10 @@ fn fault_bands(geo: &Geometry, outcome: &SimOutcome, timeline: &[String], svg: &
                     geo.x(at_ms)
                 );
             } else {
-                open.insert(lane.as_str(), (at_ms, kind.to_owned()));
+                open.insert(&**lane, (at_ms, kind.to_owned()));
             }
         } else if what.contains(" ends: ") {
-            if let Some((began_ms, kind)) = open.remove(lane.as_str()) {
+            if let Some((began_ms, kind)) = open.remove(&**lane) {
                 let colour = match kind.as_str() {
                     "kill" => "#e53935",
                     "pause" => "#fb8c00",
@@ -396,7 +402,7 @@ fn revealed_task(result: &ClientResult) -> &str {
 }
 
 /// Lanes top to bottom: supervisor, store, dispatcher, workers, sweeper, clients.
-fn lane_order<'a>(lanes: impl Iterator<Item = &'a String>) -> Vec<String> {
+fn lane_order<'a>(lanes: impl Iterator<Item = &'a str>) -> Vec<String> {
     let rank = |lane: &str| -> (u8, u64, String) {
         let number = |prefix: &str| {
             lane.strip_prefix(prefix)
@@ -413,7 +419,7 @@ fn lane_order<'a>(lanes: impl Iterator<Item = &'a String>) -> Vec<String> {
             other => (6, 0, other.to_owned()),
         }
     };
-    let mut unique: Vec<String> = lanes.cloned().collect();
+    let mut unique: Vec<String> = lanes.map(str::to_owned).collect();
     unique.sort_by_key(|lane| rank(lane));
     unique.dedup();
     // The store lane is drawn even when it saw no outage: writes happen on their callers'

@@ -852,7 +852,8 @@ impl Client {
 
     /// Reads its streams and opens what is missing (first, or after the process holding
     /// it died): a 2025-11-25 client's session stream (on a new session: the old one died
-    /// with its process) and its watcher; a 2026-07-28 client's listen, once it has tasks.
+    /// with its process) and its watcher; a 2026-07-28 client's listen, while it has
+    /// tasks it has not seen end.
     async fn tend_streams(&mut self) {
         if !self.shared.scenario.streams {
             return;
@@ -882,14 +883,31 @@ impl Client {
                     streams.opened += 1;
                 }
             }
-            Era::Extension2026 if !main_open && !self.mine.is_empty() => self.listen().await,
+            Era::Extension2026 if !main_open => {
+                // About the tasks it has not yet seen end: a listen of ended tasks only
+                // would end as it opened.
+                let live: Vec<String> = self
+                    .mine
+                    .iter()
+                    .filter(|task_id| {
+                        !self
+                            .last_status
+                            .get(*task_id)
+                            .is_some_and(|status| status.is_terminal())
+                    })
+                    .cloned()
+                    .collect();
+                if !live.is_empty() {
+                    self.listen(&live).await;
+                }
+            }
             Era::Extension2026 => {}
         }
     }
 
-    /// Opens a 2026-07-28 listen stream about its tasks on one process (any: a balancer
+    /// Opens a 2026-07-28 listen stream about `task_ids` on one process (any: a balancer
     /// picks), on its session there.
-    async fn listen(&mut self) {
+    async fn listen(&mut self, task_ids: &[String]) {
         let process = match self.shared.processes.len() {
             0 => None,
             processes => Some(super::faults::roll(processes as u64) as usize),
@@ -909,7 +927,7 @@ impl Client {
             &self.name,
             &self.session,
             &subscription,
-            &self.mine,
+            task_ids,
         )
         .await;
         self.streams.lock().expect("streams").main = stream;

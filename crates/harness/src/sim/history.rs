@@ -4,16 +4,36 @@ use super::scenario::Plan;
 use crate::check::Event;
 use crate::runtime::Point;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+/// Events a run's history has room for before it grows (most runs record a few hundred;
+/// growing moves every event recorded so far).
+const EVENTS_RESERVED: usize = 1_024;
+
+/// The events and, index for index, their lanes.
+struct Recorded {
+    events: Vec<Event>,
+    /// Shared names: recording an event costs no allocation for its lane.
+    lanes: Vec<Arc<str>>,
+}
+
+impl Default for Recorded {
+    fn default() -> Recorded {
+        Recorded {
+            events: Vec::with_capacity(EVENTS_RESERVED),
+            lanes: Vec::with_capacity(EVENTS_RESERVED),
+        }
+    }
+}
 
 /// The shared, append-only record the oracle reads.
 #[derive(Default)]
 pub(super) struct History {
     /// Each event with its lane.
-    pub(super) events: Mutex<Vec<(Event, String)>>,
+    recorded: Mutex<Recorded>,
     pub(super) marks: Mutex<BTreeMap<String, u64>>,
     /// Node names by id, for lanes; unnamed nodes (the supervisor) are `supervisor`.
-    pub(super) names: Mutex<BTreeMap<madsim::task::NodeId, String>>,
+    names: Mutex<BTreeMap<madsim::task::NodeId, Arc<str>>>,
     /// The run's knobs and faults, once drawn.
     pub(super) plan: Mutex<Option<Plan>>,
 }
@@ -26,10 +46,10 @@ impl History {
 
     /// How many events are recorded so far.
     pub(super) fn len(&self) -> usize {
-        self.events.lock().expect("events").len()
+        self.recorded.lock().expect("events").events.len()
     }
 
-    pub(super) fn lane_of(&self, node: madsim::task::NodeId) -> String {
+    pub(super) fn lane_of(&self, node: madsim::task::NodeId) -> Arc<str> {
         self.names
             .lock()
             .expect("names")
@@ -39,18 +59,26 @@ impl History {
     }
 
     /// Records `event` on `lane` (a fault's victim).
-    pub(super) fn push_on(&self, lane: impl Into<String>, event: Event) {
-        self.events
-            .lock()
-            .expect("history")
-            .push((event, lane.into()));
+    pub(super) fn push_on(&self, lane: impl Into<Arc<str>>, event: Event) {
+        let mut recorded = self.recorded.lock().expect("history");
+        recorded.events.push(event);
+        recorded.lanes.push(lane.into());
     }
 
     pub(super) fn node_names(&self) -> Vec<String> {
         match self.names.lock() {
-            Ok(names) => names.values().cloned().collect(),
-            Err(poisoned) => poisoned.into_inner().values().cloned().collect(),
+            Ok(names) => names.values().map(|name| name.to_string()).collect(),
+            Err(poisoned) => poisoned
+                .into_inner()
+                .values()
+                .map(|name| name.to_string())
+                .collect(),
         }
+    }
+
+    /// Every named node.
+    pub(super) fn node_ids(&self) -> Vec<madsim::task::NodeId> {
+        self.names.lock().expect("names").keys().copied().collect()
     }
 
     pub(super) fn name(&self, node: madsim::task::NodeId, name: &str) {
@@ -59,12 +87,15 @@ impl History {
 
     /// The history so far, split into events and lanes (a poisoned lock still yields it:
     /// the run that panicked is the one worth reading).
-    pub(super) fn take(&self) -> (Vec<Event>, Vec<String>) {
-        let mut events = match self.events.lock() {
-            Ok(events) => events,
+    pub(super) fn take(&self) -> (Vec<Event>, Vec<Arc<str>>) {
+        let mut recorded = match self.recorded.lock() {
+            Ok(recorded) => recorded,
             Err(poisoned) => poisoned.into_inner(),
         };
-        std::mem::take(&mut *events).into_iter().unzip()
+        (
+            std::mem::take(&mut recorded.events),
+            std::mem::take(&mut recorded.lanes),
+        )
     }
 
     pub(super) fn mark(&self, name: impl AsRef<str> + Into<String>) {

@@ -29,7 +29,7 @@ pub struct SimOutcome {
     pub history: Vec<Event>,
     /// For each event of the history, the lane it happened on: the node that recorded
     /// it (`client-0`, `worker-1`, `dispatcher`, …), or the victim of a fault.
-    pub lanes: Vec<String>,
+    pub lanes: Vec<std::sync::Arc<str>>,
     /// Every node of the world by name, whether or not it recorded anything.
     pub nodes: Vec<String>,
     /// The store the run used: its factory's name (`memory`, `sqlite`, yours).
@@ -212,7 +212,7 @@ impl std::fmt::Display for TimelineLine<'_> {
 /// SHA-256 over the timeline's lines joined by newlines. Each line is rendered into one
 /// reused buffer (by [`render::write_line`], byte for byte a [`TimelineLine`]) and hashed
 /// whole (many tiny hasher updates cost more than the copy).
-pub(super) fn trace_hash(events: &[Event], lanes: &[String]) -> String {
+pub(super) fn trace_hash(events: &[Event], lanes: &[std::sync::Arc<str>]) -> String {
     use sha2::Digest as _;
     let mut hasher = sha2::Sha256::new();
     let mut line = String::with_capacity(512);

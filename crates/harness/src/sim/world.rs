@@ -722,13 +722,7 @@ fn judge(
 /// its whole world, and the next one paid page faults for fresh memory. Nothing recorded
 /// after this point is read.
 pub(super) fn tear_down(handle: &Handle, history: &History) {
-    let nodes: Vec<madsim::task::NodeId> = history
-        .names
-        .lock()
-        .expect("names")
-        .keys()
-        .copied()
-        .collect();
+    let nodes = history.node_ids();
     for node in nodes {
         handle.kill(node);
     }
