@@ -99,6 +99,8 @@ fn every_hostile_check_fails_on_its_defect() {
         start: None,
     };
     config.era = EraChoice::Auto;
+    // `ask` puts its question on every GET stream (2025-11-25).
+    config.input_tool = Some("ask".to_owned());
     config.workload = Some(Workload {
         budget: Duration::from_secs(3),
         seed: 5,

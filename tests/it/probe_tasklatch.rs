@@ -87,6 +87,7 @@ fn tasklatch_over_stdio_has_no_findings_in_either_era() {
         set(&[
             "2025-11-25 hostile.cancel-served-undeclared",
             "2025-11-25 hostile.keyed-retry-after-reconnect",
+            "2025-11-25 hostile.pushed.asks-only-who-can-answer",
             "2025-11-25 hostile.pushed.progress-to-its-session",
             "2025-11-25 hostile.pushed.says-what-was-stored",
             "2025-11-25 hostile.pushed.tenant-isolation",

@@ -33,6 +33,9 @@ contract is not. Two modes:
                                                     hostile.pushed.progress-to-its-session
     a create pushes "failed" for a task that will
       complete                                   -> hostile.pushed.says-what-was-stored
+    tool `ask` (2025-11-25) asks its question on a
+      blocked tasks/result and on every GET stream,
+      whoever's, declared or not                 -> hostile.pushed.asks-only-who-can-answer
     a subscriptions/listen (2026-07-28) is told of
       every task, whoever's and whatever it named,
       first as "failed"                          -> hostile.pushed.tenant-isolation,
@@ -75,6 +78,9 @@ EFFECTS = sys.argv[2] if MODE == "http-effects" else None
 tasks = {}
 keys = {}
 creates = []
+# The questions asked and not yet answered: request id -> (task id, answered event).
+asking = {}
+asking_lock = threading.Lock()
 # Every open GET stream (its socket's writer), whoever opened it.
 streams = []
 streams_lock = threading.Lock()
@@ -118,6 +124,8 @@ def stamp(seconds):
 def status_of(task):
     if task.get("stuck"):
         return "working"
+    if task.get("asks"):
+        return "input_required"
     elapsed = time.monotonic() - task["started"]
     if MODE == "http-effects" and task["status"] == "cancelled":
         return "cancelled"
@@ -234,11 +242,15 @@ def handle_http(owner, method, params, session=None):
                 "capabilities": {"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}}
     if method == "tools/list":
         tool = {"name": "job", "inputSchema": {"type": "object", "properties": {"label": {"type": "string"}}}}
-        if not modern:
-            tool["execution"] = {"taskSupport": "optional"}
-        return {"tools": [tool]}
+        if modern:
+            return {"tools": [tool]}
+        tool["execution"] = {"taskSupport": "optional"}
+        ask = {"name": "ask", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}}
+        return {"tools": [tool, ask]}
     if method == "tools/call":
         task_id = create(owner, params, modern, session)
+        if params.get("name") == "ask" and not modern:
+            tasks[task_id]["asks"] = True
         pushed_on_create(task_id, params, modern)
         if modern:
             return dict(task_fields(task_id, True), resultType="task")
@@ -370,6 +382,47 @@ class Handler(http.server.BaseHTTPRequestHandler):
             pass
         self.close_connection = True
 
+    def ask(self, message):
+        """A blocked tasks/result of an asking task: its question goes on this call's stream
+        and on every GET stream; the task goes on once the question is answered."""
+        task_id = (message.get("params") or {}).get("taskId")
+        question_id = "hostile-ask-" + str(uuid.uuid4())
+        answered = threading.Event()
+        with asking_lock:
+            asking[question_id] = (task_id, answered)
+        question = {"jsonrpc": "2.0", "id": question_id, "method": "elicitation/create",
+                    "params": {"message": "Go on?", "requestedSchema": {
+                        "type": "object", "properties": {"go": {"type": "boolean"}}, "required": ["go"]},
+                        "_meta": {RELATED: {"taskId": task_id}}}}
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        try:
+            self.wfile.write(("data: %s\n\n" % json.dumps(question)).encode())
+            self.wfile.flush()
+            push(question)
+            if answered.wait(10):
+                while status_of(tasks[task_id]) != "completed":
+                    time.sleep(0.05)
+                done = {"jsonrpc": "2.0", "id": message.get("id"), "result": {
+                    "content": [{"type": "text", "text": "done"}], "_meta": {RELATED: {"taskId": task_id}}}}
+                self.wfile.write(("data: %s\n\n" % json.dumps(done)).encode())
+        except OSError:
+            pass
+        self.close_connection = True
+
+    def answered(self, message):
+        """A client's response to a question: its task goes on."""
+        with asking_lock:
+            task_id, answered = asking.pop(message.get("id"), (None, None))
+        if task_id in tasks:
+            tasks[task_id]["asks"] = False
+            tasks[task_id]["started"] = time.monotonic()
+            answered.set()
+        self.send_response(202)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("content-length") or 0))
         owner = self.headers.get("authorization") or "anonymous"
@@ -380,8 +433,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except ValueError:
             reply = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
         else:
-            if isinstance(message, dict) and message.get("method") == "subscriptions/listen":
+            method = message.get("method") if isinstance(message, dict) else None
+            if method == "subscriptions/listen":
                 return self.listen(message)
+            if isinstance(message, dict) and method is None and "id" in message:
+                return self.answered(message)
+            params = message.get("params") if isinstance(message, dict) else None
+            task_id = params.get("taskId") if isinstance(params, dict) else None
+            task = tasks.get(task_id) if isinstance(task_id, str) else None
+            if method == "tasks/result" and task is not None and task.get("asks"):
+                return self.ask(message)
             if isinstance(message, dict) and message.get("method") == "initialize":
                 issued = session = str(uuid.uuid4())
             reply = answer(message, lambda method, params: handle_http(owner, method, params, session))

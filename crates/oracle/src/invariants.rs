@@ -544,7 +544,9 @@ pub(super) fn i4_tenant_isolation(history: &[Event], out: &mut Vec<Violation>) {
                 if let Some(owner) = owners.get(task_id.as_str())
                     && owner != caller
                 {
-                    let detail = format!("{caller}'s session {session} was asked a question of a task of {owner}");
+                    let detail = format!(
+                        "{caller}'s session {session} was asked a question of a task of {owner}"
+                    );
                     out.push(violation("I4", task_id, detail, vec![index]));
                 }
                 continue;

@@ -157,9 +157,9 @@ impl Meant<'_, '_> {
             .get(&(self.client, self.session))
             .is_some_and(|methods| methods.iter().any(|declared| declared == method));
         let problem = match call {
-            _ if !declared => format!(
-                "was asked {method:?}, which its client never declared it can answer there"
-            ),
+            _ if !declared => {
+                format!("was asked {method:?}, which its client never declared it can answer there")
+            }
             Some(call) if call != task_id => {
                 format!("was asked a question of its task on a tasks/result call of task {call}")
             }

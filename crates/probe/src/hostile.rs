@@ -34,6 +34,7 @@ pub async fn run(context: &Context<'_>) -> Vec<super::CheckOutcome> {
     expired_stays_gone(context, &mut out).await;
     super::retry::retried_call(context, &mut out).await;
     super::pushed::pushed(context, &mut out).await;
+    super::asked::asked(context, &mut out).await;
     out.list
 }
 

@@ -39,6 +39,7 @@
 
 #![warn(missing_docs)]
 
+mod asked;
 pub mod bench;
 pub mod hostile;
 pub mod oracle;

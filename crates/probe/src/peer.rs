@@ -151,6 +151,8 @@ pub struct Peer {
     pub timeout: Duration,
     /// `MCP-Protocol-Version` to send over HTTP once the era is open (2025-11-25).
     negotiated: Mutex<Option<String>>,
+    /// The client capabilities its `initialize` declares (2025-11-25; none by default).
+    declares: Value,
 }
 
 impl Peer {
@@ -171,7 +173,14 @@ impl Peer {
             next_id: Arc::new(AtomicU64::new(1)),
             timeout,
             negotiated: Mutex::new(None),
+            declares: json!({}),
         }
+    }
+
+    /// This peer, declaring `capabilities` in its `initialize` (`{"elicitation": {}}`).
+    pub fn declaring(mut self, capabilities: Value) -> Peer {
+        self.declares = capabilities;
+        self
     }
 
     /// Another client of the same identity, era and connection; request ids stay unique
@@ -183,6 +192,7 @@ impl Peer {
             next_id: self.next_id.clone(),
             timeout: self.timeout,
             negotiated: Mutex::new(lock(&self.negotiated).clone()),
+            declares: self.declares.clone(),
         }
     }
 
@@ -260,6 +270,35 @@ impl Peer {
                 Err("over stdio a listen's stream is the process's one output".to_owned())
             }
         }
+    }
+
+    /// A 2025-11-25 `tasks/result` whose answer is read as a stream (over HTTP): what the
+    /// server asks the client while the call waits arrives there, then the answer.
+    pub async fn result_stream(&self, task_id: &str) -> Result<(Value, Listening), String> {
+        let id = json!(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let message = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "tasks/result",
+            "params": { "taskId": task_id },
+        });
+        let headers = self.headers("tasks/result", &message["params"]);
+        match &*self.connection {
+            Connection::Http(http) => {
+                let stream = http.listen_to(&message.to_string(), &headers).await?;
+                Ok((id, stream))
+            }
+            Connection::Stdio(_) => Err("over stdio the answer is not a stream of its own".into()),
+        }
+    }
+
+    /// Answers the server's request `id` with `result` (no answer awaited).
+    pub async fn respond(&self, id: &Value, result: Value) -> Exchange {
+        let message = json!({ "jsonrpc": "2.0", "id": id, "result": result });
+        let headers = self.headers("", &message);
+        self.connection
+            .send(&message, &headers, false, self.timeout)
+            .await
     }
 
     /// Sends a notification (no answer awaited).
@@ -341,7 +380,7 @@ impl Peer {
                         "initialize",
                         json!({
                             "protocolVersion": VERSION_2025,
-                            "capabilities": {},
+                            "capabilities": self.declares,
                             "clientInfo": { "name": "tasklatch-probe", "version": env!("CARGO_PKG_VERSION") },
                         }),
                         true,

@@ -176,7 +176,9 @@ async fn open_listens(
 async fn ended_as(context: &Context<'_>, task_id: &str) -> Option<TaskStatus> {
     let peer = &context.opened.peer;
     let deadline_ms = context.clock.now_ms() + context.config.task_timeout.as_millis() as u64;
-    let ended = peer.wait_terminal(task_id, context.clock, deadline_ms).await;
+    let ended = peer
+        .wait_terminal(task_id, context.clock, deadline_ms)
+        .await;
     tokio::time::sleep(Duration::from_millis(SETTLE_MS)).await;
     peer.shown(&ended).and_then(|view: TaskView| view.status)
 }

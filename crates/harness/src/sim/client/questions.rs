@@ -78,9 +78,7 @@ impl Client {
         let waited_ms_max = self.shared.scenario.poll_interval_ms * RESULT_WAIT_POLLS_MAX;
         let params = json!({ "taskId": task_id });
         let mut call = std::pin::pin!(self.rpc_on("tasks/result", params, Some(outbound)));
-        let mut gave_up = std::pin::pin!(madsim::time::sleep(Duration::from_millis(
-            waited_ms_max
-        )));
+        let mut gave_up = std::pin::pin!(madsim::time::sleep(Duration::from_millis(waited_ms_max)));
         let mut asked = 0;
         // `biased`: no draw from tokio's generator (a seed replays exactly).
         let reply = loop {
@@ -122,10 +120,7 @@ impl Client {
         };
         self.answered(op, decision, revealed);
         self.mark("result-after-questions");
-        matches!(
-            decision,
-            Decision::ReturnResult | Decision::ReturnCancelled
-        )
+        matches!(decision, Decision::ReturnResult | Decision::ReturnCancelled)
     }
 
     /// Records one question the call's stream carried and answers it on the session the
