@@ -82,6 +82,10 @@ pub const KNOWN_MARKS: &[&str] = &[
     "pushed-progress",
     "pushed-listen",
     "stream-closed",
+    "result-call-blocked",
+    "question-answered",
+    "question-declined",
+    "result-after-questions",
 ];
 
 /// One scenario file: a workload, its faults and phases, the default seeds and the
