@@ -234,10 +234,21 @@ async fn run_process(shared: Arc<Shared>, index: usize, node_id: Arc<Mutex<Optio
                     method,
                     params,
                     stream,
-                    answer,
+                    mut answer,
                 } => {
-                    let reply = rpc(&server, &session, &method, params, stream.as_ref()).await;
-                    let _ = answer.send(reply);
+                    // A client that stopped waiting (its connection closed) ends the call,
+                    // as a transport does when its stream's client goes away.
+                    let reply = {
+                        let call = rpc(&server, &session, &method, params, stream.as_ref());
+                        tokio::select! {
+                            biased;
+                            reply = call => Some(reply),
+                            () = answer.closed() => None,
+                        }
+                    };
+                    if let Some(reply) = reply {
+                        let _ = answer.send(reply);
+                    }
                 }
                 Request::Response {
                     session,
