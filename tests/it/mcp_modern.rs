@@ -211,6 +211,47 @@ fn both_eras_use_one_server_and_store_each_in_its_own_shapes() {
     assert_eq!(error["message"], "Failed to retrieve task: Task not found");
 }
 
+/// SEP-2663: the extension does not enable tasks for the 2025-11-25 era. A 2025-11-25
+/// session whose request declares the extension in `_meta` (capabilities only, no version
+/// key) is served 2025-11-25 shapes, not refused as a half envelope.
+#[test]
+fn a_2025_session_declaring_the_extension_in_meta_keeps_its_shapes() {
+    let (address, _store) = start();
+    let session = initialize(&address, ALICE).expect("initialize");
+    let meta =
+        json!({ "io.modelcontextprotocol/clientCapabilities": { "extensions": { TASKS: {} } } });
+    let call = |id: u64, method: &str, params: Value| {
+        let mut params = params;
+        params["_meta"] = meta.clone();
+        rpc(
+            &address,
+            ALICE,
+            Some(&session),
+            &json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }),
+        )
+        .expect("answered")
+        .json()
+    };
+    let created = call(
+        1,
+        "tools/call",
+        json!({ "name": "failing_job", "arguments": {}, "task": {} }),
+    );
+    let task = &created["result"]["task"];
+    assert!(
+        task["taskId"].is_string() && task.get("ttl").is_some(),
+        "{created}"
+    );
+    assert!(created["result"].get("resultType").is_none(), "{created}");
+    let task_id = task["taskId"].as_str().expect("taskId");
+    let read = call(2, "tasks/get", json!({ "taskId": task_id }));
+    assert!(read["result"].get("ttl").is_some(), "{read}");
+    assert!(
+        read["result"].get("ttlMs").is_none() && read["result"].get("resultType").is_none(),
+        "{read}"
+    );
+}
+
 #[test]
 fn input_is_asked_in_tasks_get_and_answered_by_tasks_update() {
     let (address, store) = start();

@@ -86,6 +86,7 @@ fn tasklatch_over_stdio_has_no_findings_in_either_era() {
         checks_with(&report, Verdict::NotApplicable),
         set(&[
             "2025-11-25 hostile.cancel-served-undeclared",
+            "2025-11-25 hostile.era.extension-at-initialize",
             "2025-11-25 hostile.keyed-retry-after-reconnect",
             "2025-11-25 hostile.pushed.asks-only-who-can-answer",
             "2025-11-25 hostile.pushed.progress-to-its-session",

@@ -36,6 +36,12 @@ contract is not. Two modes:
     tool `ask` (2025-11-25) asks its question on a
       blocked tasks/result and on every GET stream,
       whoever's, declared or not                 -> hostile.pushed.asks-only-who-can-answer
+    a 2025-11-25 session that declared the tasks
+      extension at initialize, or a request that
+      declares it in _meta, gets 2026-07-28 shapes -> hostile.era.extension-at-initialize,
+                                                    hostile.era.extension-in-meta
+    a 2026-07-28 tools/call with the legacy task
+      parameter is refused                       -> hostile.legacy-task-param-ignored
     a subscriptions/listen (2026-07-28) is told of
       every task, whoever's and whatever it named,
       first as "failed"                          -> hostile.pushed.tenant-isolation,
@@ -69,6 +75,10 @@ import uuid
 TASK_SECONDS = 0.5
 LISTEN_SECONDS = 1.5
 SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
+CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+# 2025-11-25 sessions whose initialize declared the tasks extension.
+declared_sessions = set()
 GONE_SECONDS = 1.0
 KEY_META = "dev.tasklatch/idempotency-key"
 ENVELOPE_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -229,8 +239,16 @@ def handle_stdio(method, params):
     raise RpcError(-32601, "Method not found")
 
 
+def declares_tasks(capabilities):
+    extensions = (capabilities or {}).get("extensions") if isinstance(capabilities, dict) else None
+    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
+
+
 def handle_http(owner, method, params, session=None):
-    modern = ENVELOPE_VERSION in (params.get("_meta") or {})
+    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    # The extension "enables" 2026-07-28 shapes in any session that declares it.
+    modern = (ENVELOPE_VERSION in meta or session in declared_sessions
+              or declares_tasks(meta.get(CAPABILITIES)))
     if method == "initialize":
         return {
             "protocolVersion": "2025-11-25",
@@ -248,6 +266,8 @@ def handle_http(owner, method, params, session=None):
         ask = {"name": "ask", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}}
         return {"tools": [tool, ask]}
     if method == "tools/call":
+        if modern and "task" in params and ENVELOPE_VERSION in meta:
+            raise RpcError(-32602, "params.task is not a 2026-07-28 parameter")
         task_id = create(owner, params, modern, session)
         if params.get("name") == "ask" and not modern:
             tasks[task_id]["asks"] = True
@@ -445,6 +465,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.ask(message)
             if isinstance(message, dict) and message.get("method") == "initialize":
                 issued = session = str(uuid.uuid4())
+                if declares_tasks((message.get("params") or {}).get("capabilities")):
+                    declared_sessions.add(issued)
             reply = answer(message, lambda method, params: handle_http(owner, method, params, session))
         if reply is None:
             self.send_response(202)

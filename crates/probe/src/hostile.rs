@@ -35,6 +35,7 @@ pub async fn run(context: &Context<'_>) -> Vec<super::CheckOutcome> {
     super::retry::retried_call(context, &mut out).await;
     super::pushed::pushed(context, &mut out).await;
     super::asked::asked(context, &mut out).await;
+    super::era::era_confusion(context, &mut out).await;
     out.list
 }
 

@@ -41,6 +41,7 @@
 
 mod asked;
 pub mod bench;
+mod era;
 pub mod hostile;
 pub mod oracle;
 pub mod peer;

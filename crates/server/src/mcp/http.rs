@@ -795,13 +795,18 @@ fn modern_version_header(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// A request of the 2026-07-28 era: its version header says so, or (header missing) its
-/// params carry that era's envelope. Everything else is 2025-11-25, session by session.
+/// params carry that era's envelope — in a session, its version key
+/// ([`modern::is_modern_request`]). Everything else is 2025-11-25, session by session.
 fn is_modern(headers: &HeaderMap, incoming: &Incoming) -> bool {
     if modern_version_header(headers).is_some() {
         return true;
     }
+    let session_id = headers
+        .get("mcp-session-id")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
     headers.get("mcp-protocol-version").is_none()
-        && matches!(incoming, Incoming::Request { params, .. } if modern::carries_envelope(params))
+        && matches!(incoming, Incoming::Request { params, .. } if modern::is_modern_request(session_id, params))
 }
 
 fn modern_method_not_allowed() -> Response {

@@ -93,6 +93,21 @@ pub fn carries_envelope(params: &Map<String, Value>) -> bool {
         })
 }
 
+/// Whether a request handed to the server is of the 2026-07-28 era. Without a session (a
+/// stateless HTTP request) any envelope key says so, and a half envelope is malformed. In a
+/// session (stdio, or an initialized 2025-11-25 HTTP session) only the version key does:
+/// client capabilities declared in a 2025-11-25 request's `_meta` do not enable the tasks
+/// extension for that era (SEP-2663), so the request is served as 2025-11-25.
+pub fn is_modern_request(session_id: &str, params: &Map<String, Value>) -> bool {
+    if session_id.is_empty() {
+        return carries_envelope(params);
+    }
+    params
+        .get("_meta")
+        .and_then(Value::as_object)
+        .is_some_and(|meta| meta.contains_key(META_PROTOCOL_VERSION))
+}
+
 /// Reads the envelope; a request without both required keys is malformed (`-32602`).
 pub fn envelope(params: &Map<String, Value>) -> Result<Envelope, RpcError> {
     let meta = params

@@ -253,7 +253,7 @@ impl Server {
     ) -> Option<Value> {
         match incoming {
             Incoming::Request { id, method, params }
-                if super::modern::carries_envelope(&params) =>
+                if super::modern::is_modern_request(&session.id, &params) =>
             {
                 let answer = match super::modern::envelope(&params) {
                     Ok(envelope) if method == "subscriptions/listen" => {
