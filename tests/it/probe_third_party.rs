@@ -335,3 +335,24 @@ fn rust_sdk_task_server_over_http() {
     // The workload answered confirm_delete's questions by tasks/update, acknowledged.
     assert!(support::probe_questions_answered(&report, "confirm") > 0);
 }
+
+/// A forced era the server does not advertise is refused up front (the command's exit 2),
+/// not a page of findings: rmcp 3.11 offers no 2025-11-25 tasks.
+#[test]
+fn a_forced_era_the_server_does_not_offer_is_refused() {
+    let address = rmcp_server::start("127.0.0.1:0");
+    let mut config = Config::new(Target::Http {
+        url: format!("http://{address}/mcp"),
+        tokens: vec![("a".to_owned(), "token-a".to_owned())],
+        start: None,
+    });
+    config.era = tasklatch::probe::EraChoice::Only(tasklatch::contract::Era::Core2025);
+    config.request_timeout = Duration::from_secs(3);
+    let refused = support::tokio_runtime()
+        .block_on(probe::run(&config))
+        .expect_err("a forced era the server does not offer");
+    assert!(
+        refused.to_string().contains("--era 2025-11-25 was forced"),
+        "{refused}"
+    );
+}

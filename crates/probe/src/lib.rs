@@ -514,6 +514,25 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
             ));
             continue;
         }
+        // Forced, a malformed declaration (`true` for an object) is still an offer: its
+        // shape is a finding of its own.
+        let mentioned = match era {
+            Era::Core2025 => declared,
+            Era::Extension2026 => {
+                !opened.facts.capabilities["extensions"][peer::TASKS_EXTENSION].is_null()
+            }
+        };
+        if !mentioned {
+            // A forced era the server does not offer: every check would only report that.
+            if let Some(owned) = &connections.owned {
+                owned.stop().await;
+            }
+            return Err(Unreachable(format!(
+                "--era {} was forced, but the server does not advertise tasks in that era                  (2025-11-25: `capabilities.tasks` in `initialize`; 2026-07-28: the tasks                  extension in `server/discover`); drop --era to probe what it offers{}",
+                era_name(era),
+                stderr_of(&connections)
+            )));
+        }
         probe_era(
             &mut report,
             &opened,
