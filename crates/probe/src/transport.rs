@@ -222,6 +222,20 @@ impl StdioSlot {
     }
 }
 
+/// `command` run by `sh -c` in the shell's place (so a kill reaches the server, not a
+/// shell), whether or not it already begins with `exec`.
+fn exec_line(command: &str) -> String {
+    let command = command.trim_start();
+    let already = command
+        .strip_prefix("exec")
+        .is_some_and(|rest| rest.starts_with(char::is_whitespace));
+    if already {
+        command.to_owned()
+    } else {
+        format!("exec {command}")
+    }
+}
+
 /// An HTTP server the probe owns (`--start "CMD"`): started through `sh -c`, ready once its
 /// address accepts connections, killed (SIGKILL) and started again on demand.
 pub struct OwnedHttp {
@@ -250,7 +264,7 @@ impl OwnedHttp {
 
     async fn launch(&self) -> Result<(), Unreachable> {
         let mut child = Command::new("sh")
-            .args(["-c", &format!("exec {}", self.command)])
+            .args(["-c", &exec_line(&self.command)])
             .stdin(Piped::null())
             .stdout(Piped::null())
             .stderr(Piped::piped())
@@ -861,6 +875,14 @@ fn sort_message(message: Value, id: &Value, answer: &mut HttpAnswer) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_start_command_runs_in_the_shells_place_once() {
+        assert_eq!(exec_line("srv --port 1"), "exec srv --port 1");
+        assert_eq!(exec_line("exec srv --port 1"), "exec srv --port 1");
+        assert_eq!(exec_line("  exec\tsrv"), "exec\tsrv");
+        assert_eq!(exec_line("executor --x"), "exec executor --x");
+    }
 
     #[test]
     fn urls_name_what_is_wrong() {
