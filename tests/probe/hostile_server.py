@@ -96,9 +96,14 @@ streams = []
 streams_lock = threading.Lock()
 
 
+def event(message):
+    """`message` as one server-sent event."""
+    return ("data: %s\n\n" % json.dumps(message)).encode()
+
+
 def push(message):
     """Sends `message` on every open GET stream: no owner, no session looked at."""
-    data = ("data: %s\n\n" % json.dumps(message)).encode()
+    data = event(message)
     with streams_lock:
         for stream in list(streams):
             try:
@@ -376,7 +381,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         def send(method, params):
             params = dict(params, _meta={SUBSCRIPTION: subscription})
             data = {"jsonrpc": "2.0", "method": method, "params": params}
-            self.wfile.write(("data: %s\n\n" % json.dumps(data)).encode())
+            self.wfile.write(event(data))
             self.wfile.flush()
 
         def tell(failed):
@@ -397,7 +402,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 time.sleep(0.1)
                 tell(False)
             closing = {"jsonrpc": "2.0", "id": subscription, "result": {"resultType": "complete"}}
-            self.wfile.write(("data: %s\n\n" % json.dumps(closing)).encode())
+            self.wfile.write(event(closing))
         except OSError:
             pass
         self.close_connection = True
@@ -418,7 +423,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("content-type", "text/event-stream")
         self.end_headers()
         try:
-            self.wfile.write(("data: %s\n\n" % json.dumps(question)).encode())
+            self.wfile.write(event(question))
             self.wfile.flush()
             push(question)
             if answered.wait(10):
@@ -426,7 +431,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     time.sleep(0.05)
                 done = {"jsonrpc": "2.0", "id": message.get("id"), "result": {
                     "content": [{"type": "text", "text": "done"}], "_meta": {RELATED: {"taskId": task_id}}}}
-                self.wfile.write(("data: %s\n\n" % json.dumps(done)).encode())
+                self.wfile.write(event(done))
         except OSError:
             pass
         self.close_connection = True

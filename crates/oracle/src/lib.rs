@@ -302,6 +302,18 @@ pub enum Push {
     },
 }
 
+impl Push {
+    /// The task a status or a question is about (`None` for progress and unreadables,
+    /// which name none).
+    pub fn task_id(&self) -> Option<&str> {
+        match self {
+            Push::Status { seen, .. } => Some(&seen.task_id),
+            Push::Ask { task_id, .. } => Some(task_id),
+            Push::Progress { .. } | Push::Unreadable { .. } => None,
+        }
+    }
+}
+
 /// What a client opened that pushed messages may name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Opening {
@@ -664,14 +676,11 @@ pub fn check(history: &[Event], context: &CheckContext) -> Vec<Violation> {
             Event::Notified { task_id, .. } => {
                 tasks.entry(task_id).or_default().notified.push(index)
             }
-            Event::Pushed {
-                message: Push::Status { seen, .. },
-                ..
-            } => tasks.entry(&seen.task_id).or_default().pushed.push(index),
-            Event::Pushed {
-                message: Push::Ask { task_id, .. },
-                ..
-            } => tasks.entry(task_id).or_default().pushed.push(index),
+            Event::Pushed { message, .. } => {
+                if let Some(task_id) = message.task_id() {
+                    tasks.entry(task_id).or_default().pushed.push(index);
+                }
+            }
             Event::Client {
                 result: ClientResult::Ok { revealed, .. },
                 ..

@@ -146,9 +146,7 @@ impl Meant<'_, '_> {
             vec![self.index],
         ));
     }
-}
 
-impl Meant<'_, '_> {
     /// A question reaches only a session whose client declared the method in `initialize`;
     /// on a `tasks/result` call's stream, only a question of that call's task.
     fn asked(&self, task_id: &str, method: &str, call: Option<&str>, out: &mut Vec<Violation>) {

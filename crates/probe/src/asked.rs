@@ -8,13 +8,12 @@
 //! the client did not declare), or another caller.
 
 use super::peer::{Peer, sample_arguments};
-use super::shapes::{Context, Outcomes, named_tool};
+use super::pushed::{foreign_stream, second_session_stream};
+use super::shapes::{Context, Outcomes, fresh_session, named_tool};
 use super::sse::Listening;
-use super::transport::Connection;
 use super::{Level, Verdict};
 use crate::contract::{Era, TaskStatus};
 use serde_json::{Value, json};
-use std::sync::Arc;
 use std::time::Duration;
 
 const ASKED: &str = "hostile.pushed.asks-only-who-can-answer";
@@ -94,43 +93,11 @@ async fn run(context: &Context<'_>) -> Result<(Verdict, String), String> {
 /// A session of the first identity declaring `elicitation`, the GET stream of a second
 /// that declares nothing, and the second identity's GET stream (if the run has one).
 async fn open_sessions(context: &Context<'_>) -> Result<Sessions, String> {
-    let peer = &context.opened.peer;
-    let fresh = || {
-        peer.reconnected()
-            .ok_or("n/a: over stdio one connection is one session, with no second")
-    };
-    let asker = Peer::new(
-        Era::Core2025,
-        Arc::new(fresh()?),
-        context.config.request_timeout,
-    )
-    .declaring(json!({ "elicitation": {} }));
-    asker.open().await.map_err(|exchange| {
-        format!("n/a: a session could not be opened: {}", exchange.summary())
-    })?;
-    let second = super::open(Era::Core2025, Arc::new(fresh()?), context.config)
-        .await
-        .map_err(|why| format!("n/a: a second session could not be opened: {why}"))?;
-    let silent = listen(&second.peer)
-        .await
-        .map_err(|why| format!("n/a: a session's stream could not be opened: {why}"))?;
-    let foreign = match context.others.first() {
-        Some(other) => listen(&other.peer).await.ok(),
-        None => None,
-    };
     Ok(Sessions {
-        asker,
-        silent,
-        foreign,
+        asker: fresh_session(context, json!({ "elicitation": {} })).await?,
+        silent: second_session_stream(context).await?,
+        foreign: foreign_stream(context).await.map(|(_, stream)| stream),
     })
-}
-
-async fn listen(peer: &Peer) -> Result<Listening, String> {
-    let headers = [("mcp-protocol-version", "2025-11-25".to_owned())];
-    match &**peer.connection() {
-        Connection::Http(http) => http.listen(&headers).await,
-        Connection::Stdio(_) => Err("over stdio there is no GET stream".to_owned()),
-    }
 }
 
 /// Polls the task until it is `input_required`; n/a if it ends (or the task timeout

@@ -9,15 +9,15 @@
 //! - `hostile.legacy-task-param-ignored` (2026-07-28): a `tools/call` with a `task`
 //!   parameter, valid or malformed, is answered as the same call without one.
 //!
-//! Each first makes the plain call: if that is not answered with a task, the check is n/a.
+//! Each first makes the plain call (once for both 2025-11-25 checks): if that is not
+//! answered with a task, the check is n/a.
 
 use super::peer::{META_CLIENT_CAPABILITIES, Peer, TASKS_EXTENSION};
-use super::shapes::{Context, Outcomes, chosen_tool};
+use super::shapes::{Context, Outcomes, chosen_tool, fresh_session};
 use super::transport::{Exchange, compact};
 use super::{Level, Verdict};
 use crate::contract::Era;
 use serde_json::{Value, json};
-use std::sync::Arc;
 
 const AT_INITIALIZE: &str = "hostile.era.extension-at-initialize";
 const IN_META: &str = "hostile.era.extension-in-meta";
@@ -39,10 +39,18 @@ pub(super) async fn era_confusion(context: &Context<'_>, out: &mut Outcomes) {
     };
     match context.opened.peer.era {
         Era::Core2025 => {
+            // One premise for both: the plain task-augmented call is answered with a task.
+            if let Err(why) = premise(&context.opened.peer, &tool, &arguments).await {
+                for check in [AT_INITIALIZE, IN_META] {
+                    out.not_applicable(check, Level::Must, &why);
+                }
+                return;
+            }
             let verdict = at_initialize(context, &tool, &arguments).await;
             add(out, AT_INITIALIZE, verdict);
-            let verdict = in_meta(context, &tool, &arguments).await;
-            add(out, IN_META, verdict);
+            let answer = in_meta(&context.opened.peer, &tool, &arguments).await;
+            let what = "a call declaring the tasks extension in _meta (capabilities only)";
+            add(out, IN_META, Ok(judged(&answer, what)));
         }
         Era::Extension2026 => {
             let verdict = legacy_param(context, &tool, &arguments).await;
@@ -98,43 +106,18 @@ async fn at_initialize(
     tool: &str,
     arguments: &Value,
 ) -> Result<(Verdict, String), String> {
-    let fresh = context
-        .opened
-        .peer
-        .reconnected()
-        .ok_or("n/a: over stdio one connection is one session, initialized once")?;
     let declared = json!({ "extensions": { TASKS_EXTENSION: {} } });
-    let peer = Peer::new(
-        Era::Core2025,
-        Arc::new(fresh),
-        context.config.request_timeout,
-    )
-    .declaring(declared);
-    peer.open().await.map_err(|exchange| {
-        format!("n/a: a session could not be opened: {}", exchange.summary())
-    })?;
-    premise(&context.opened.peer, tool, arguments).await?;
+    let peer = fresh_session(context, declared).await?;
     let answer = peer.create(tool, arguments, None).await;
-    Ok(judged(
-        &answer,
-        "a session that declared the tasks extension in initialize",
-    ))
+    let what = "a session that declared the tasks extension in initialize";
+    Ok(judged(&answer, what))
 }
 
-async fn in_meta(
-    context: &Context<'_>,
-    tool: &str,
-    arguments: &Value,
-) -> Result<(Verdict, String), String> {
-    let peer = &context.opened.peer;
-    premise(peer, tool, arguments).await?;
+/// The task-augmented call on `peer`'s session, its `_meta` declaring the extension.
+async fn in_meta(peer: &Peer, tool: &str, arguments: &Value) -> Exchange {
     let meta = json!({ META_CLIENT_CAPABILITIES: { "extensions": { TASKS_EXTENSION: {} } } });
     let params = json!({ "name": tool, "arguments": arguments, "task": {}, "_meta": meta });
-    let answer = peer.request("tools/call", params).await;
-    Ok(judged(
-        &answer,
-        "a call declaring the tasks extension in _meta (capabilities only)",
-    ))
+    peer.request("tools/call", params).await
 }
 
 async fn legacy_param(

@@ -528,7 +528,9 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
                 owned.stop().await;
             }
             return Err(Unreachable(format!(
-                "--era {} was forced, but the server does not advertise tasks in that era                  (2025-11-25: `capabilities.tasks` in `initialize`; 2026-07-28: the tasks                  extension in `server/discover`); drop --era to probe what it offers{}",
+                "--era {} was forced, but the server does not advertise tasks in that era \
+                 (2025-11-25: `capabilities.tasks` in `initialize`; 2026-07-28: the tasks \
+                 extension in `server/discover`); drop --era to probe what it offers{}",
                 era_name(era),
                 stderr_of(&connections)
             )));

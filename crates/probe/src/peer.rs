@@ -257,38 +257,40 @@ impl Peer {
         task_ids: &[String],
     ) -> Result<Listening, String> {
         let params = self.enveloped(json!({ "notifications": { "taskIds": task_ids } }), true);
-        let message = json!({
-            "jsonrpc": "2.0",
-            "id": subscription,
-            "method": "subscriptions/listen",
-            "params": params,
-        });
-        let headers = self.headers("subscriptions/listen", &message["params"]);
-        match &*self.connection {
-            Connection::Http(http) => http.listen_to(&message.to_string(), &headers).await,
-            Connection::Stdio(_) => {
-                Err("over stdio a listen's stream is the process's one output".to_owned())
-            }
-        }
+        self.streamed(json!(subscription), "subscriptions/listen", params)
+            .await
     }
 
     /// A 2025-11-25 `tasks/result` whose answer is read as a stream (over HTTP): what the
     /// server asks the client while the call waits arrives there, then the answer.
     pub async fn result_stream(&self, task_id: &str) -> Result<(Value, Listening), String> {
         let id = json!(self.next_id.fetch_add(1, Ordering::Relaxed));
-        let message = json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "method": "tasks/result",
-            "params": { "taskId": task_id },
-        });
-        let headers = self.headers("tasks/result", &message["params"]);
+        let stream = self
+            .streamed(id.clone(), "tasks/result", json!({ "taskId": task_id }))
+            .await?;
+        Ok((id, stream))
+    }
+
+    /// The request `id` of `method` POSTed with its answer read as an event stream.
+    async fn streamed(&self, id: Value, method: &str, params: Value) -> Result<Listening, String> {
+        let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        let headers = self.headers(method, &message["params"]);
         match &*self.connection {
-            Connection::Http(http) => {
-                let stream = http.listen_to(&message.to_string(), &headers).await?;
-                Ok((id, stream))
+            Connection::Http(http) => http.listen_to(&message.to_string(), &headers).await,
+            Connection::Stdio(_) => Err(format!(
+                "over stdio the answer of {method} is not a stream of its own"
+            )),
+        }
+    }
+
+    /// This session's GET stream (2025-11-25 over HTTP: what the server sends unasked).
+    pub async fn session_stream(&self) -> Result<Listening, String> {
+        let headers = [("mcp-protocol-version", VERSION_2025.to_owned())];
+        match &*self.connection {
+            Connection::Http(http) => http.listen(&headers).await,
+            Connection::Stdio(_) => {
+                Err("over stdio one connection is one session, with no second".to_owned())
             }
-            Connection::Stdio(_) => Err("over stdio the answer is not a stream of its own".into()),
         }
     }
 

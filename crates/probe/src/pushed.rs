@@ -15,13 +15,11 @@
 //! not end in.
 
 use super::peer::TaskView;
-use super::shapes::{Context, Outcomes, chosen_tool, status_name};
+use super::shapes::{Context, Outcomes, chosen_tool, fresh_session, status_name};
 use super::sse::Listening;
-use super::transport::Connection;
 use super::{Level, Verdict};
 use crate::contract::{Era, TaskStatus};
 use serde_json::{Value, json};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// The `_meta` key naming a listen's subscription on each of its messages.
@@ -186,43 +184,34 @@ async fn ended_as(context: &Context<'_>, task_id: &str) -> Option<TaskStatus> {
 /// The GET streams of the first identity's session, of a second session of it, and of
 /// the second identity's session (if the run has one).
 async fn open_streams(context: &Context<'_>) -> Result<Streams, String> {
-    let own = listen(context.opened)
-        .await
-        .map_err(|why| format!("n/a: the session's stream could not be opened: {why}"))?;
-    let fresh = context
+    let own = context
         .opened
         .peer
-        .reconnected()
-        .ok_or("n/a: over stdio one connection is one session, with no second")?;
-    let second = super::open(Era::Core2025, Arc::new(fresh), context.config)
+        .session_stream()
         .await
-        .map_err(|why| format!("n/a: a second session could not be opened: {why}"))?;
-    let sibling = listen(&second)
-        .await
-        .map_err(|why| format!("n/a: a second session's stream could not be opened: {why}"))?;
-    let foreign = match context.others.first() {
-        Some(other) => listen(other)
-            .await
-            .ok()
-            .map(|stream| (other.peer.identity().to_owned(), stream)),
-        None => None,
-    };
+        .map_err(|why| format!("n/a: the session's stream could not be opened: {why}"))?;
     Ok(Streams {
         own,
-        sibling,
-        foreign,
+        sibling: second_session_stream(context).await?,
+        foreign: foreign_stream(context).await,
     })
 }
 
-/// The GET stream of `opened`'s session.
-async fn listen(opened: &super::Opened) -> Result<Listening, String> {
-    let headers = [("mcp-protocol-version", "2025-11-25".to_owned())];
-    match &**opened.peer.connection() {
-        Connection::Http(http) => http.listen(&headers).await,
-        Connection::Stdio(_) => {
-            Err("over stdio one connection is one session, with no second".to_owned())
-        }
-    }
+/// The GET stream of a new session of the first identity, which declares nothing.
+pub(super) async fn second_session_stream(context: &Context<'_>) -> Result<Listening, String> {
+    let second = fresh_session(context, json!({})).await?;
+    second
+        .session_stream()
+        .await
+        .map_err(|why| format!("n/a: a second session's stream could not be opened: {why}"))
+}
+
+/// The GET stream of the second identity's session, with its name, if the run has one and
+/// it opens.
+pub(super) async fn foreign_stream(context: &Context<'_>) -> Option<(String, Listening)> {
+    let other = context.others.first()?;
+    let stream = other.peer.session_stream().await.ok()?;
+    Some((other.peer.identity().to_owned(), stream))
 }
 
 fn names(message: &Value, text: &str) -> bool {

@@ -144,6 +144,26 @@ pub fn chosen_tool(context: &Context<'_>) -> Result<(String, Value), String> {
     ))
 }
 
+/// A new 2025-11-25 session of the first identity (over HTTP: stdio's connection is its
+/// one session) whose `initialize` declares `capabilities`; the error is the n/a reason.
+pub async fn fresh_session(context: &Context<'_>, capabilities: Value) -> Result<Peer, String> {
+    let fresh = context
+        .opened
+        .peer
+        .reconnected()
+        .ok_or("n/a: over stdio one connection is one session, with no second")?;
+    let peer = Peer::new(
+        Era::Core2025,
+        std::sync::Arc::new(fresh),
+        context.config.request_timeout,
+    )
+    .declaring(capabilities);
+    peer.open().await.map_err(|exchange| {
+        format!("n/a: a session could not be opened: {}", exchange.summary())
+    })?;
+    Ok(peer)
+}
+
 /// The tool `name` of `tools/list` with arguments sampled from its schema and `given`
 /// laid over them.
 pub fn named_tool(

@@ -64,17 +64,27 @@ impl Stream {
     }
 
     fn record(&self, history: &History, message: &Value) {
-        let Some(message) = read_push(history, message) else {
-            return;
-        };
-        history.push(Event::Pushed {
-            client: self.client.clone(),
-            session: self.session.clone(),
-            caller: self.caller.clone(),
-            message,
-            at_ms: SimEnv.now_ms(),
-        });
+        if let Some(message) = read_push(history, message) {
+            record_pushed(history, &self.client, &self.session, &self.caller, message);
+        }
     }
+}
+
+/// Records what `client` read on a stream of `session` (authenticated as `caller`).
+pub(super) fn record_pushed(
+    history: &History,
+    client: &str,
+    session: &str,
+    caller: &str,
+    message: Push,
+) {
+    history.push(Event::Pushed {
+        client: client.to_owned(),
+        session: session.to_owned(),
+        caller: caller.to_owned(),
+        message,
+        at_ms: SimEnv.now_ms(),
+    });
 }
 
 fn is_status_of(message: &Value, known: &[String]) -> bool {

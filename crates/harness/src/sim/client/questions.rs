@@ -156,13 +156,8 @@ impl Client {
             return false;
         };
         let answerable = matches!(push, crate::check::Push::Ask { .. });
-        self.shared.history.push(Event::Pushed {
-            client: self.name.clone(),
-            session: self.session.id.clone(),
-            caller: self.caller.clone(),
-            message: push,
-            at_ms: SimEnv.now_ms(),
-        });
+        let history = &self.shared.history;
+        streams::record_pushed(history, &self.name, &self.session.id, &self.caller, push);
         answerable
     }
 }
