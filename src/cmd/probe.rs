@@ -45,6 +45,20 @@ pub struct ProbeArgs {
     /// that ends cancelled with its effect present is a finding.
     #[arg(long, value_name = "TEMPLATE")]
     effect_path: Option<String>,
+    /// A shared log where each task's side effect is a line (the same check as
+    /// --effect-path): the line of a task is the one containing --effect-match.
+    #[arg(long, value_name = "FILE")]
+    effect_log: Option<String>,
+    /// What a task's line in --effect-log contains: `{taskId}` is its id, `{tag}` a unique
+    /// tag the probe writes into each `{tag}` of --args (for a log that names only what the
+    /// call was given, e.g. --args '{"name": "{tag}"}' --effect-match 'exported {tag}').
+    #[arg(
+        long,
+        value_name = "PATTERN",
+        requires = "effect_log",
+        default_value = "{taskId}"
+    )]
+    effect_match: String,
     /// How long one request may wait for its answer.
     #[arg(long, default_value = "10s")]
     request_timeout: String,
@@ -193,6 +207,7 @@ fn config(args: &ProbeArgs) -> Result<Config, String> {
             "--effect-path {template:?}: must contain {{taskId}}, where the task's id goes"
         ));
     }
+    config.effect_log = effect_log(args)?;
     config.seed = args.seed.unwrap_or_else(drawn_seed);
     config.request_timeout = parse_budget(&args.request_timeout)
         .map_err(|error| format!("--request-timeout {error}"))?;
@@ -224,6 +239,31 @@ fn config(args: &ProbeArgs) -> Result<Config, String> {
         return Err("--durable is a claim about restarts: give --kill too".into());
     }
     Ok(config)
+}
+
+/// `--effect-log` with its pattern, which must name the task (by id or by tag), and a
+/// tag must reach the call through --args.
+fn effect_log(args: &ProbeArgs) -> Result<Option<probe::effects::EffectLog>, String> {
+    let Some(path) = &args.effect_log else {
+        return Ok(None);
+    };
+    let pattern = &args.effect_match;
+    if !pattern.contains("{taskId}") && !pattern.contains("{tag}") {
+        return Err(format!(
+            "--effect-match {pattern:?}: must contain {{taskId}} or {{tag}}, so a line names \
+             one task"
+        ));
+    }
+    if pattern.contains("{tag}") && !args.args.as_deref().unwrap_or("").contains("{tag}") {
+        return Err(format!(
+            "--effect-match {pattern:?} uses {{tag}}, but --args puts no {{tag}} in the call \
+             (e.g. --args '{{\"name\": \"{{tag}}\"}}')"
+        ));
+    }
+    Ok(Some(probe::effects::EffectLog {
+        path: path.clone(),
+        pattern: pattern.clone(),
+    }))
 }
 
 /// A seed from the OS (a probe run is not deterministic anyway; the seed fixes the
@@ -269,6 +309,9 @@ pub fn probe(args: ProbeArgs) -> ExitCode {
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
+    if config.progress {
+        eprintln!("{}", probe::plan(&config, args.reruns));
+    }
     let report = match runtime.block_on(probe::run_with_reruns(&config, args.reruns)) {
         Ok(report) => report,
         Err(unreachable) => {
@@ -304,5 +347,58 @@ pub fn probe(args: ProbeArgs) -> ExitCode {
         ExitCode::from(EXIT_MISMATCH)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ProbeArgs,
+    }
+
+    fn config_of(line: &[&str]) -> Result<Config, String> {
+        let mut argv = vec!["probe"];
+        argv.extend(line);
+        config(
+            &Cli::try_parse_from(argv)
+                .map_err(|error| error.to_string())?
+                .args,
+        )
+    }
+
+    #[test]
+    fn an_effect_log_pattern_must_name_one_task() {
+        let http = ["--http", "http://127.0.0.1:1/mcp", "--effect-log", "x.log"];
+        let log = config_of(&http).unwrap().effect_log.unwrap();
+        assert_eq!(
+            (log.path.as_str(), log.pattern.as_str()),
+            ("x.log", "{taskId}")
+        );
+        let fixed = config_of(&[&http[..], &["--effect-match", "exported"]].concat());
+        assert!(
+            fixed
+                .unwrap_err()
+                .contains("must contain {taskId} or {tag}")
+        );
+        let untagged = config_of(&[&http[..], &["--effect-match", "done {tag}"]].concat());
+        assert!(untagged.unwrap_err().contains("--args puts no {tag}"));
+        let tagged = [&http[..], &["--effect-match", "done {tag}"]].concat();
+        let tagged = config_of(&[&tagged[..], &["--args", r#"{"name": "{tag}"}"#]].concat());
+        assert_eq!(tagged.unwrap().effect_log.unwrap().pattern, "done {tag}");
+    }
+
+    #[test]
+    fn the_plan_says_budgets_are_per_era_and_reruns_repeat_all() {
+        let config = config_of(&["--http", "http://127.0.0.1:1/mcp", "--budget", "30s"]).unwrap();
+        let plan = probe::plan(&config, 1);
+        assert!(plan.contains("up to 2"), "{plan}");
+        assert!(plan.contains("per era"), "{plan}");
+        assert!(plan.contains("the workload for 30s"), "{plan}");
+        assert!(plan.contains("the whole run again"), "{plan}");
     }
 }

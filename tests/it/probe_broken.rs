@@ -33,14 +33,19 @@ fn broken(era: Era, mode: &[&str]) -> Report {
         .expect("the probe reaches the broken server")
 }
 
+/// Checks whose defect the broken server cannot carry without making others n/a (an
+/// advertised method not served): `every_hostile_check_fails_on_its_defect` shows them
+/// failing against the hostile server's `http-log` mode.
+const SHOWN_ELSEWHERE: &[&str] = &["shapes.methods.advertised-served"];
+
 /// Every check of the phase (`prefix`) ran (none n/a) and none passed: each met its defect.
 fn assert_every_check_failed(report: &Report, prefix: &str, checks_min: usize) {
     let phase = |set: BTreeSet<String>| -> BTreeSet<String> {
         set.into_iter()
             .filter(|name| {
-                name.split(' ')
-                    .nth(1)
-                    .is_some_and(|check| check.starts_with(prefix))
+                name.split(' ').nth(1).is_some_and(|check| {
+                    check.starts_with(prefix) && !SHOWN_ELSEWHERE.contains(&check)
+                })
             })
             .collect()
     };
@@ -90,14 +95,7 @@ fn every_hostile_check_fails_on_its_defect() {
 
     let (server, port) =
         support::spawn_listening(std::process::Command::new("python3").args([script, "http"]));
-    config.target = Target::Http {
-        url: format!("http://127.0.0.1:{port}/mcp"),
-        tokens: vec![
-            ("a".to_owned(), "token-a".to_owned()),
-            ("b".to_owned(), "token-b".to_owned()),
-        ],
-        start: None,
-    };
+    config.target = two_identities(port);
     config.era = EraChoice::Auto;
     // `ask` puts its question on every GET stream (2025-11-25).
     config.input_tool = Some("ask".to_owned());
@@ -130,17 +128,25 @@ fn every_hostile_check_fails_on_its_defect() {
         start: None,
     };
     config.workload = None;
+    config.era = EraChoice::Only(Era::Extension2026);
     config.effect_path = Some(format!("{}/{{taskId}}.json", effects.path.display()));
     let with_effects = runtime()
         .block_on(probe::run(&config))
         .expect("http-effects mode reached");
     drop(server);
-    let effect_findings: BTreeSet<String> = checks_with(&with_effects, Verdict::Fail)
-        .into_iter()
-        .filter(|name| name.ends_with("hostile.cancelled-without-effect"))
-        .collect();
+    let effect_findings = |report: &Report| -> BTreeSet<String> {
+        checks_with(report, Verdict::Fail)
+            .into_iter()
+            .filter(|name| name.ends_with("hostile.cancelled-without-effect"))
+            .collect()
+    };
     assert_eq!(
-        effect_findings,
+        effect_findings(&with_effects),
+        BTreeSet::from(["2026-07-28 hostile.cancelled-without-effect".to_owned()])
+    );
+    let with_log = shared_log_and_early_refusals(script, config);
+    assert_eq!(
+        effect_findings(&with_log),
         BTreeSet::from([
             "2025-11-25 hostile.cancelled-without-effect".to_owned(),
             "2026-07-28 hostile.cancelled-without-effect".to_owned(),
@@ -154,7 +160,7 @@ fn every_hostile_check_fails_on_its_defect() {
     };
     let mut seen = BTreeSet::new();
     let mut caught = BTreeSet::new();
-    for report in [&stdio, &http, &with_effects] {
+    for report in [&stdio, &http, &with_effects, &with_log] {
         for verdict in [
             Verdict::Pass,
             Verdict::Fail,
@@ -273,4 +279,62 @@ fn tasks_lost_at_a_restart_break_the_durability_claim() {
     config.workload.as_mut().expect("set").durable = false;
     let report = runtime().block_on(probe::run(&config)).expect("reached");
     assert_eq!(names_failed(&report, "workload."), BTreeSet::new());
+}
+
+/// The hostile server's `http-log` mode: each task's effect is a line of one shared log
+/// naming only the call's `label` (found by the tag the probe writes there); `tasks/result`
+/// (2025-11-25) and `tasks/update` (2026-07-28) are advertised but answered -32601; tasks
+/// end at once unless `delay_ms` says otherwise; and any token is accepted.
+fn shared_log_and_early_refusals(script: &str, mut config: Config) -> Report {
+    let effects = support::Scratch::new("probe-effect-log");
+    let log = effects.path.join("effects.log").display().to_string();
+    let (server, port) = support::spawn_listening(
+        std::process::Command::new("python3").args([script, "http-log", &log]),
+    );
+    config.target = two_identities(port);
+    config.era = EraChoice::Auto;
+    config.effect_path = None;
+    config.args = Some(serde_json::json!({ "label": "{tag}" }));
+    config.effect_log = Some(probe::effects::EffectLog {
+        path: log,
+        pattern: "label={tag}".to_owned(),
+    });
+    let report = runtime()
+        .block_on(probe::run(&config))
+        .expect("http-log mode reached");
+    drop(server);
+    let failed = checks_with(&report, Verdict::Fail);
+    for era in ["2025-11-25", "2026-07-28"] {
+        assert!(failed.contains(&format!("{era} shapes.methods.advertised-served")));
+    }
+    // The premise read, not assumed: the unserved tasks/result proves nothing about the
+    // task's end, so the cancel of a terminal task waits for it (no false finding).
+    let passed = checks_with(&report, Verdict::Pass);
+    assert!(passed.contains("2025-11-25 shapes.cancel.terminal-refused"));
+    let not_run = checks_with(&report, Verdict::NotApplicable);
+    for check in [
+        "2025-11-25 shapes.result.waits-for-terminal",
+        "2025-11-25 shapes.result.unknown-id",
+        "2025-11-25 hostile.foreign-identity.result",
+        "2026-07-28 shapes.update.unknown-id",
+        "2026-07-28 hostile.foreign-identity.update",
+    ] {
+        assert!(not_run.contains(check), "{check} should be n/a");
+    }
+    let notes = report.notes.join("\n");
+    assert!(notes.contains("checks no token"), "{notes}");
+    assert_eq!(notes.matches("set `delay_ms` to 600").count(), 2, "{notes}");
+    report
+}
+
+/// The hostile server on `port`, as identities `a` and `b`.
+fn two_identities(port: u16) -> Target {
+    Target::Http {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        tokens: vec![
+            ("a".to_owned(), "token-a".to_owned()),
+            ("b".to_owned(), "token-b".to_owned()),
+        ],
+        start: None,
+    }
 }

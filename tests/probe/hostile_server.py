@@ -62,6 +62,17 @@ contract is not. Two modes:
                                        and:
     every task's work writes DIR/<task id>.json when
       it is done, cancelled or not                   -> hostile.cancelled-without-effect
+
+  hostile_server.py http-log FILE      as `http-effects`, except that:
+    every task's work appends `done label=<its label
+      argument>` to the shared log FILE, cancelled
+      or not (the line names no task id)             -> hostile.cancelled-without-effect
+                                                        (--effect-log FILE)
+    tasks/result (2025-11-25) and tasks/update
+      (2026-07-28) are advertised but answered
+      -32601 at once                                 -> shapes.methods.advertised-served
+    a task ends at once unless `delay_ms` (at most
+      600) makes it last                             (the probe raises it: a note)
 """
 
 import http.server
@@ -85,6 +96,11 @@ ENVELOPE_VERSION = "io.modelcontextprotocol/protocolVersion"
 RELATED = "io.modelcontextprotocol/related-task"
 MODE = sys.argv[1] if len(sys.argv) > 1 else "stdio"
 EFFECTS = sys.argv[2] if MODE == "http-effects" else None
+EFFECT_LOG = sys.argv[2] if MODE == "http-log" else None
+effect_log_lock = threading.Lock()
+# A cancel the work does not overwrite (the effect modes: the cancel "wins", the effect
+# happens anyway).
+KEEPS_CANCEL = MODE in ("http-effects", "http-log")
 tasks = {}
 keys = {}
 creates = []
@@ -142,10 +158,10 @@ def status_of(task):
     if task.get("asks"):
         return "input_required"
     elapsed = time.monotonic() - task["started"]
-    if MODE == "http-effects" and task["status"] == "cancelled":
+    if KEEPS_CANCEL and task["status"] == "cancelled":
         return "cancelled"
     # The work does not look at the cancel: once it is done, it overwrites it.
-    if elapsed > TASK_SECONDS:
+    if elapsed > task["seconds"]:
         return "completed"
     return task["status"]
 
@@ -184,7 +200,12 @@ def create(owner, params, modern, session=None):
         return creates[-1]
     task_id = str(uuid.uuid4())
     asked = (params.get("task") or {}).get("ttl")
+    seconds = TASK_SECONDS
+    if MODE == "http-log":
+        delay_ms = (params.get("arguments") or {}).get("delay_ms")
+        seconds = min(delay_ms, 600) / 1000.0 if isinstance(delay_ms, int) else 0.02
     tasks[task_id] = {
+        "seconds": seconds,
         "owner": owner,
         "status": "working",
         "started": time.monotonic(),
@@ -201,7 +222,15 @@ def create(owner, params, modern, session=None):
         # The work performs its effect when done, whether or not its task was cancelled.
         path = os.path.join(EFFECTS, task_id + ".json")
         threading.Timer(TASK_SECONDS, lambda: open(path, "w").write("{}")).start()
+    if EFFECT_LOG is not None:
+        label = (params.get("arguments") or {}).get("label")
+        threading.Timer(seconds, lambda: log_effect("done label=%s\n" % label)).start()
     return task_id
+
+
+def log_effect(line):
+    with effect_log_lock, open(EFFECT_LOG, "a") as log:
+        log.write(line)
 
 
 def find(params):
@@ -264,7 +293,8 @@ def handle_http(owner, method, params, session=None):
         return {"resultType": "complete", "supportedVersions": ["2026-07-28"],
                 "capabilities": {"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}}
     if method == "tools/list":
-        tool = {"name": "job", "inputSchema": {"type": "object", "properties": {"label": {"type": "string"}}}}
+        tool = {"name": "job", "inputSchema": {"type": "object", "properties": {
+            "label": {"type": "string"}, "delay_ms": {"type": "integer", "maximum": 600}}}}
         if modern:
             return {"tools": [tool]}
         tool["execution"] = {"taskSupport": "optional"}
@@ -298,7 +328,7 @@ def handle_http(owner, method, params, session=None):
             raise RpcError(-32602, "Cannot cancel task: already in terminal status 'completed'")
         tasks[task_id]["status"] = "cancelled"
         return {"resultType": "complete"} if modern else task_fields(task_id, False)
-    if method == "tasks/update":
+    if method == "tasks/update" and MODE != "http-log":
         find(params)
         if MODE == "http-workload" and params.get("inputResponses"):
             raise RpcError(-32600, "no such input request")
@@ -306,7 +336,7 @@ def handle_http(owner, method, params, session=None):
     if method == "tasks/list" and not modern:
         return {"tasks": [task_fields(task_id, False) for task_id in list(tasks)
                           if not is_gone(task_id)]}
-    if method == "tasks/result" and not modern:
+    if method == "tasks/result" and not modern and MODE != "http-log":
         task_id = find(params)
         while status_of(tasks[task_id]) != "completed":
             time.sleep(0.05)

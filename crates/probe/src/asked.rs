@@ -7,9 +7,10 @@
 //! that never said it could answer (the spec: a server sends no request for a capability
 //! the client did not declare), or another caller.
 
+use super::outcomes::Outcomes;
 use super::peer::{Peer, sample_arguments};
 use super::pushed::{foreign_stream, second_session_stream};
-use super::shapes::{Context, Outcomes, fresh_session, named_tool};
+use super::shapes::{Context, fresh_session, named_tool};
 use super::sse::Listening;
 use super::{Level, Verdict};
 use crate::contract::{Era, TaskStatus};

@@ -12,8 +12,9 @@
 //! Each first makes the plain call (once for both 2025-11-25 checks): if that is not
 //! answered with a task, the check is n/a.
 
+use super::outcomes::Outcomes;
 use super::peer::{META_CLIENT_CAPABILITIES, Peer, TASKS_EXTENSION};
-use super::shapes::{Context, Outcomes, chosen_tool, fresh_session};
+use super::shapes::{Context, chosen_tool, fresh_session};
 use super::transport::{Exchange, compact};
 use super::{Level, Verdict};
 use crate::contract::Era;

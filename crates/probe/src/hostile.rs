@@ -2,8 +2,9 @@
 //! judged it: the probe sees only the wire, so "the tool's body ran" means its result came
 //! back, and "the task is gone" means the server answered it as unknown.
 
+use super::outcomes::Outcomes;
 use super::peer::{self, Peer, TaskView, code};
-use super::shapes::{Context, Outcomes, UNKNOWN_TASK_ID, chosen_tool, create_task, status_name};
+use super::shapes::{Context, UNKNOWN_TASK_ID, chosen_tool, create_task, status_name};
 use super::transport::Exchange;
 use super::{Level, Verdict};
 use crate::contract::{Era, TaskStatus};
@@ -29,7 +30,7 @@ pub async fn run(context: &Context<'_>) -> Vec<super::CheckOutcome> {
     }
     foreign_identity(context, &mut out).await;
     cancelled_never_completes(context, &mut out).await;
-    cancel_at_completion(context, &mut out).await;
+    super::effects::cancel_at_completion(context, &mut out).await;
     terminal_never_changes(context, &mut out).await;
     expired_stays_gone(context, &mut out).await;
     super::retry::retried_call(context, &mut out).await;
@@ -369,6 +370,11 @@ async fn foreign_identity(context: &Context<'_>, out: &mut Outcomes) {
         };
         let foreign = stranger.request(method, params(&view.task_id)).await;
         let unknown = stranger.request(method, params(UNKNOWN_TASK_ID)).await;
+        if !out.served(&other.facts, method, &unknown) {
+            // Refused alike because served to no one: nothing told about identities.
+            out.not_served(&check(method), Level::Must, method);
+            continue;
+        }
         let problem = foreign_refusal_problem(context, stranger, method, &view, &foreign, &unknown);
         out.judge(
             &check(method),
@@ -400,108 +406,10 @@ async fn foreign_identity(context: &Context<'_>, out: &mut Outcomes) {
     }
 }
 
-/// Rounds of [`cancel_at_completion`] at most, and the time they may take in all.
-const AIMED_ROUNDS_MAX: u64 = 100;
-const AIMED_ROUNDS_MS_MAX: u64 = 30_000;
-
-/// Cancels aimed at the moment a task completes, with its effect observed
-/// ([`super::Config::effect_path`]): a task that ends cancelled must not have performed
-/// its effect. One task is run to the end to learn how long the tool takes; then each
-/// round creates a task, cancels it at a seeded point of 90–110 % of that time, waits for
-/// its end and looks for its effect.
-async fn cancel_at_completion(context: &Context<'_>, out: &mut Outcomes) {
-    const CHECK: &str = "hostile.cancelled-without-effect";
-    let peer = &context.opened.peer;
-    let Some(template) = &context.config.effect_path else {
-        out.not_applicable(
-            CHECK,
-            Level::Must,
-            "n/a: the probe sees no effects (give --effect-path, e.g. 'exports/{taskId}.json')",
-        );
-        return;
-    };
-    if !context.opened.facts.cancel() {
-        out.not_applicable(CHECK, Level::Must, "n/a: tasks.cancel is not declared");
-        return;
-    }
-    let effect_of = |task_id: &str| template.replace("{taskId}", task_id);
-    let task_ms = context.config.task_timeout.as_millis() as u64;
-    let (create, view) = match create_task(context).await {
-        Ok(created) => created,
-        Err(why) => {
-            out.not_applicable(CHECK, Level::Must, &why);
-            return;
-        }
-    };
-    let ended = poll_to_end(peer, &view.task_id, context, task_ms).await;
-    let Some(duration_ms) = ended.map(|end| end.invoked_ms.saturating_sub(create.invoked_ms))
-    else {
-        out.not_applicable(
-            CHECK,
-            Level::Must,
-            &format!("n/a: the first task did not end within --task-timeout {task_ms} ms"),
-        );
-        return;
-    };
-    let mut draw = super::workload::Draw::new(context.config.seed, 18);
-    let started_ms = context.clock.now_ms();
-    let (mut rounds, mut cancelled, mut completed) = (0, 0, 0);
-    let mut problem = None;
-    let mut evidence = Vec::new();
-    while rounds < AIMED_ROUNDS_MAX
-        && context.clock.now_ms() < started_ms + AIMED_ROUNDS_MS_MAX
-        && problem.is_none()
-    {
-        rounds += 1;
-        let Ok((create, task)) = create_task(context).await else {
-            break;
-        };
-        let aim_ms = create.invoked_ms + duration_ms * 9 / 10 + draw.below(duration_ms / 5 + 1);
-        let now_ms = context.clock.now_ms();
-        tokio::time::sleep(Duration::from_millis(aim_ms.saturating_sub(now_ms))).await;
-        let cancel = peer.cancel(&task.task_id).await;
-        let last = match poll_to_end(peer, &task.task_id, context, task_ms).await {
-            Some(last) => last,
-            None => peer.get(&task.task_id).await,
-        };
-        match peer_status(peer, &last) {
-            Some(TaskStatus::Cancelled) => {
-                cancelled += 1;
-                // Let a write already under way land before looking.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                let path = effect_of(&task.task_id);
-                if std::path::Path::new(&path).exists() {
-                    problem = Some(format!(
-                        "task {} ends cancelled, yet its effect {path} exists (round {rounds}, \
-                         cancel sent {} ms after the create, the tool takes about \
-                         {duration_ms} ms)",
-                        task.task_id,
-                        cancel.invoked_ms.saturating_sub(create.invoked_ms)
-                    ));
-                    evidence = vec![create, cancel, last];
-                }
-            }
-            Some(TaskStatus::Completed) => completed += 1,
-            _ => {}
-        }
-    }
-    out.judge(
-        CHECK,
-        Level::Must,
-        &format!(
-            "{rounds} cancels aimed at the completion moment (the tool takes about \
-             {duration_ms} ms): {cancelled} ended cancelled, none with its effect; \
-             {completed} completed"
-        ),
-        problem,
-        &evidence.iter().collect::<Vec<_>>(),
-    );
-}
-
 /// Polls `task_id` every 10 ms (finer than [`Peer::wait_terminal`], which follows the
 /// task's poll interval: the aim needs the moment) until it is terminal or `wait_ms` pass;
 /// the first read that showed it terminal.
-async fn poll_to_end(
+pub(super) async fn poll_to_end(
     peer: &Peer,
     task_id: &str,
     context: &Context<'_>,
@@ -518,7 +426,7 @@ async fn poll_to_end(
     None
 }
 
-fn peer_status(peer: &Peer, exchange: &Exchange) -> Option<TaskStatus> {
+pub(super) fn peer_status(peer: &Peer, exchange: &Exchange) -> Option<TaskStatus> {
     peer.shown(exchange).and_then(|shown| shown.status)
 }
 

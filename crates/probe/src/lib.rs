@@ -41,9 +41,12 @@
 
 mod asked;
 pub mod bench;
+pub mod effects;
 mod era;
 pub mod hostile;
+pub mod lasting;
 pub mod oracle;
+pub mod outcomes;
 pub mod peer;
 pub mod progress;
 mod pushed;
@@ -182,6 +185,9 @@ pub struct Config {
     /// `exports/{taskId}.json`): with it, `hostile.cancelled-without-effect` aims cancels
     /// at the completion moment and looks for the effect of every task that ends cancelled.
     pub effect_path: Option<String>,
+    /// Where a task's side effect shows as a line of a shared log (`--effect-log`): the
+    /// same check, reading the log.
+    pub effect_log: Option<effects::EffectLog>,
     /// The seed of the hostile checks' drawn choices (the workload has its own).
     pub seed: u64,
     /// How long one request may wait for its answer.
@@ -208,6 +214,7 @@ impl Config {
             input_tool: None,
             input_args: None,
             effect_path: None,
+            effect_log: None,
             seed: 1,
             request_timeout: Duration::from_secs(10),
             task_timeout: Duration::from_secs(60),
@@ -245,6 +252,10 @@ pub struct Report {
     /// The server's last stderr lines (stdio).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stderr_tail: Vec<String>,
+    /// What the reader should know about how far the checks reached: arguments the probe
+    /// raised so tasks last, checks weakened, a token the server does not check.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Report {
@@ -443,6 +454,24 @@ async fn probe_era(
         config,
         clock,
     };
+    let lasting = lasting::calibrate(&context).await;
+    if let Some(note) = lasting.note {
+        report.notes.push(format!("{}: {note}", era_name(era)));
+    }
+    let raised;
+    let context = match lasting.args {
+        Some(args) => {
+            raised = Config {
+                args: Some(args),
+                ..config.clone()
+            };
+            shapes::Context {
+                config: &raised,
+                ..context
+            }
+        }
+        None => context,
+    };
     let say = |what: &str| progress.phase(clock.now_ms() as f64 / 1000.0, era_name(era), what);
     say("phase 1, shapes");
     report.checks.extend(shapes::run(&context).await);
@@ -490,6 +519,7 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
         histories: Vec::new(),
         recurrence: std::collections::BTreeMap::new(),
         stderr_tail: Vec::new(),
+        notes: Vec::new(),
     };
     for era in candidates {
         // Each era is opened once: a second `initialize` on one session is refused.
@@ -535,6 +565,11 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
                 stderr_of(&connections)
             )));
         }
+        if report.eras.is_empty()
+            && let Some(note) = token_unchecked(&config.target, era, config, clock).await
+        {
+            report.notes.push(note);
+        }
         probe_era(
             &mut report,
             &opened,
@@ -561,6 +596,64 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
         owned.stop().await;
     }
     Ok(report)
+}
+
+/// Phases 1 and 2 of one era, in s: about this long with quick tools, and this long at
+/// most with slow ones (the expiry wait and aimed cancels are added to the most).
+const CHECKS_S_TYPICAL: u64 = 15;
+const CHECKS_S_MOST: u64 = 60;
+
+/// What a run will do and about how long it takes, said before it starts: `--budget` is
+/// per era and `--reruns` repeats the whole run.
+pub fn plan(config: &Config, reruns: usize) -> String {
+    let (eras, eras_max) = match config.era {
+        EraChoice::Auto => ("each era the server advertises (up to 2)".to_owned(), 2),
+        EraChoice::Only(era) => (era_name(era).to_owned(), 1),
+    };
+    let effects_s = if config.effect_path.is_some() || config.effect_log.is_some() {
+        30
+    } else {
+        0
+    };
+    let most_checks_s = CHECKS_S_MOST + effects_s + config.expiry_wait.as_secs();
+    let (workload, budget_s, settle_s) = match &config.workload {
+        Some(workload) => (
+            format!(
+                ", then the workload for {:?}{} and up to {:?} for its tasks to end",
+                workload.budget,
+                if workload.kill { " with kills" } else { "" },
+                config.task_timeout
+            ),
+            workload.budget.as_secs(),
+            config.task_timeout.as_secs(),
+        ),
+        None => (", no workload (--budget 0)".to_owned(), 0, 0),
+    };
+    let runs = 1 + reruns as u64;
+    let typical_s = eras_max * (CHECKS_S_TYPICAL + budget_s) * runs;
+    let least_s = CHECKS_S_TYPICAL + budget_s;
+    let most_s = eras_max * (most_checks_s + budget_s + settle_s) * runs;
+    format!(
+        "plan: eras: {eras}; per era: shapes and hostile checks (about {CHECKS_S_TYPICAL}–\
+         {most_checks_s} s){workload}; reruns: {}; expected: about {} ({} for one era and \
+         no rerun, at most {} with slow tools)",
+        if reruns == 0 {
+            "none".to_owned()
+        } else {
+            format!("{reruns} (the whole run again, same seed, if it finds something)")
+        },
+        duration_words(typical_s),
+        duration_words(least_s),
+        duration_words(most_s),
+    )
+}
+
+fn duration_words(seconds: u64) -> String {
+    if seconds < 120 {
+        format!("{seconds} s")
+    } else {
+        format!("{} min", seconds.div_ceil(60))
+    }
 }
 
 /// Runs the probe, then `reruns` more times with the same settings (the same seed), and
@@ -607,7 +700,7 @@ async fn run_workload(
     let tool = match shapes::chosen_tool(context) {
         Ok(tool) => tool,
         Err(why) => {
-            let mut out = shapes::Outcomes::new(era);
+            let mut out = outcomes::Outcomes::new(era);
             out.not_applicable("workload", Level::Must, &why);
             return (
                 out.list,
@@ -619,7 +712,7 @@ async fn run_workload(
             );
         }
     };
-    let mut noted = shapes::Outcomes::new(era);
+    let mut noted = outcomes::Outcomes::new(era);
     let input_tool = match (&context.config.input_tool, era) {
         (Some(name), Era::Extension2026) => {
             let found = shapes::named_tool(context, name, context.config.input_args.as_ref());
@@ -669,7 +762,7 @@ async fn run_workload(
         workload.durable,
     ));
     if workload.kill {
-        let mut out = shapes::Outcomes::new(era);
+        let mut out = outcomes::Outcomes::new(era);
         let failure = history
             .restart_failure
             .lock()
@@ -694,10 +787,41 @@ async fn run_workload(
     )
 }
 
+/// With `--token`: a note when a request without a token is served as well (opening the
+/// era and listing the tools), so the foreign-identity checks judged session scoping, not
+/// identities.
+async fn token_unchecked(
+    target: &Target,
+    era: Era,
+    config: &Config,
+    clock: Clock,
+) -> Option<String> {
+    let Target::Http { url, tokens, .. } = target else {
+        return None;
+    };
+    if tokens.is_empty() {
+        return None;
+    }
+    let url = HttpUrl::parse(url).ok()?;
+    let anonymous = Arc::new(Connection::Http(HttpPeer::new(
+        url,
+        "no-token".to_owned(),
+        None,
+        clock,
+    )));
+    open(era, anonymous, config).await.ok()?;
+    Some(format!(
+        "--token: the server served a request without any token ({} initialize and \
+         tools/list), so it checks no token: the foreign-identity checks then judge what a \
+         second session sees, not a second identity",
+        era_name(era)
+    ))
+}
+
 /// `process.stayed-up`: a stdio server the probe spawned must not end on its own (it was
 /// spawned again after each death, so the checks after it still ran).
 fn deaths_of(connections: &Connections, era: Era) -> Vec<CheckOutcome> {
-    let mut out = shapes::Outcomes::new(era);
+    let mut out = outcomes::Outcomes::new(era);
     let Some(Connection::Stdio(slot)) = connections.identities.first().map(|c| c.as_ref()) else {
         out.not_applicable(
             "process.stayed-up",

@@ -26,8 +26,9 @@
 //!   is the empty acknowledgement (`resultType: "complete"`) — answers to questions never
 //!   asked included, which the server must ignore — or `-32602` for a task gone.
 
+use super::outcomes::Outcomes;
 use super::peer::{RELATED_TASK, TaskView, code};
-use super::shapes::{Outcomes, status_name};
+use super::shapes::status_name;
 use super::transport::Exchange;
 use super::workload::{Kill, Op, OpKind};
 use super::{CheckOutcome, Level};
@@ -323,6 +324,30 @@ fn one_result(ops: &[Op], era: Era, reads: &BTreeMap<String, Vec<Read>>, out: &m
             _ => {}
         }
     }
+    if payloads.is_empty() {
+        let asked = ops.iter().filter(|op| op.kind == OpKind::Result).count();
+        let unserved = ops
+            .iter()
+            .filter(|op| {
+                op.kind == OpKind::Result
+                    && op.exchange.error_code() == Some(code::METHOD_NOT_FOUND)
+            })
+            .count();
+        out.not_applicable(
+            "workload.one-result",
+            Level::Must,
+            &format!(
+                "n/a: no result was read, so none could be compared ({asked} tasks/result \
+                 calls, {unserved} answered -32601{})",
+                if era == Era::Extension2026 {
+                    "; no tasks/get inlined one"
+                } else {
+                    ""
+                }
+            ),
+        );
+        return;
+    }
     let mut problem = None;
     let mut evidence = Vec::new();
     for (task, list) in &payloads {
@@ -489,6 +514,18 @@ fn answered(ops: &[Op], kills: &[Kill], out: &mut Outcomes) {
 
 fn updates_acknowledged(ops: &[Op], out: &mut Outcomes) {
     let updates: Vec<&Op> = ops.iter().filter(|op| op.kind == OpKind::Update).collect();
+    if updates
+        .iter()
+        .any(|op| op.exchange.error_code() == Some(code::METHOD_NOT_FOUND))
+    {
+        out.not_applicable(
+            "workload.updates-acknowledged",
+            Level::Must,
+            "n/a: tasks/update answered -32601, served to no one (the finding is \
+             shapes.methods.advertised-served)",
+        );
+        return;
+    }
     let refused = updates.iter().find(|op| {
         let acked = op
             .exchange
@@ -516,4 +553,46 @@ fn updates_acknowledged(ops: &[Op], out: &mut Outcomes) {
             .into_iter()
             .collect::<Vec<_>>(),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn op(kind: OpKind, task: &str, response: Value) -> Op {
+        let mut exchange = Exchange::begin("a", "{}", 0);
+        exchange.response = Some(response);
+        Op {
+            client: 0,
+            identity: "a".to_owned(),
+            kind,
+            task_id: Some(task.to_owned()),
+            exchange,
+        }
+    }
+
+    /// `tasks/result` served by no one: "0 results compared" is not a pass.
+    #[test]
+    fn no_result_read_is_no_result_compared() {
+        let unserved = json!({"jsonrpc": "2.0", "id": 1,
+            "error": {"code": -32601, "message": "Method not found"}});
+        let ops = vec![op(OpKind::Result, "t1", unserved)];
+        let mut out = Outcomes::new(Era::Core2025);
+        one_result(&ops, Era::Core2025, &BTreeMap::new(), &mut out);
+        let check = &out.list[0];
+        assert_eq!(check.verdict, crate::Verdict::NotApplicable, "{check:?}");
+        assert!(
+            check.detail.contains("1 answered -32601"),
+            "{}",
+            check.detail
+        );
+
+        let served = json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [],
+            "_meta": {RELATED_TASK: {"taskId": "t1"}}}});
+        let ops = vec![op(OpKind::Result, "t1", served)];
+        let mut out = Outcomes::new(Era::Core2025);
+        one_result(&ops, Era::Core2025, &BTreeMap::new(), &mut out);
+        assert_eq!(out.list[0].verdict, crate::Verdict::Pass);
+    }
 }

@@ -14,8 +14,9 @@
 //! listen hears nothing of the task); and no message says a terminal status the task did
 //! not end in.
 
+use super::outcomes::Outcomes;
 use super::peer::TaskView;
-use super::shapes::{Context, Outcomes, chosen_tool, fresh_session, status_name};
+use super::shapes::{Context, chosen_tool, fresh_session, status_name};
 use super::sse::Listening;
 use super::{Level, Verdict};
 use crate::contract::{Era, TaskStatus};

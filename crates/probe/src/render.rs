@@ -44,11 +44,44 @@ pub fn text(report: &Report) -> String {
     for skipped in &report.skipped {
         let _ = writeln!(out, "\nnot probed: {skipped}");
     }
+    let not_run = not_run(report);
+    if !not_run.is_empty() {
+        let _ = writeln!(out, "\nchecks not run, by reason:");
+        for (reason, checks) in not_run {
+            let _ = writeln!(out, "  {reason}\n    {}", checks.join(", "));
+        }
+    }
+    for note in &report.notes {
+        let _ = writeln!(out, "\nnote: {note}");
+    }
     if let Some(seed) = report.seed {
         let _ = writeln!(out, "\nworkload seed {seed}");
     }
     let _ = writeln!(out, "\n{}", summary(report));
     out
+}
+
+/// The n/a checks grouped by their reason (`ERA CHECK` each), in the order first met.
+pub fn not_run(report: &Report) -> Vec<(String, Vec<String>)> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for check in report
+        .checks
+        .iter()
+        .filter(|check| check.verdict == Verdict::NotApplicable)
+    {
+        let detail = check.detail.as_str();
+        let reason = detail
+            .strip_prefix("n/a: ")
+            .or_else(|| detail.strip_prefix("n/a "))
+            .unwrap_or(detail)
+            .to_owned();
+        let name = format!("{} {}", check.era, check.check);
+        match groups.iter_mut().find(|(known, _)| *known == reason) {
+            Some((_, names)) => names.push(name),
+            None => groups.push((reason, vec![name])),
+        }
+    }
+    groups
 }
 
 /// `N checks: P pass, F fail, X n/a, R risks — verdict`.

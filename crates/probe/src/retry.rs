@@ -5,8 +5,9 @@
 
 use super::Level;
 use super::Verdict;
+use super::outcomes::Outcomes;
 use super::peer::{IDEMPOTENCY_META, TaskView};
-use super::shapes::{Context, Outcomes, chosen_tool};
+use super::shapes::{Context, chosen_tool};
 use super::transport::Exchange;
 use crate::contract::Era;
 use serde_json::{Value, json};

@@ -1,9 +1,10 @@
 //! Phase 1: the wire shapes of each era, one check at a time. Each check names the spec's
 //! strength (MUST / SHOULD) and keeps the exchanges that decided it.
 
+use super::outcomes::Outcomes;
 use super::peer::{self, Facts, Peer, RELATED_TASK, TaskView, code};
 use super::transport::{Clock, Exchange};
-use super::{CheckOutcome, Config, Level, Opened, Verdict, era_name};
+use super::{CheckOutcome, Config, Level, Opened};
 use crate::contract::{Era, TaskStatus};
 use serde_json::{Value, json};
 
@@ -24,91 +25,6 @@ pub struct Context<'a> {
     pub clock: Clock,
 }
 
-/// Collects the outcomes of one era's checks.
-pub struct Outcomes {
-    era: &'static str,
-    /// What was decided so far.
-    pub(super) list: Vec<CheckOutcome>,
-}
-
-impl Outcomes {
-    /// Outcomes of checks in `era`.
-    pub fn new(era: Era) -> Outcomes {
-        Outcomes {
-            era: era_name(era),
-            list: Vec::new(),
-        }
-    }
-
-    pub(super) fn add(
-        &mut self,
-        check: &str,
-        level: Level,
-        verdict: Verdict,
-        detail: impl Into<String>,
-        evidence: &[&Exchange],
-    ) {
-        self.list.push(CheckOutcome {
-            check: check.to_owned(),
-            era: self.era,
-            level,
-            verdict,
-            detail: detail.into(),
-            evidence: evidence
-                .iter()
-                .map(|exchange| (*exchange).clone())
-                .collect(),
-        });
-    }
-
-    /// Pass when `problem` is `None`, else fail with it.
-    pub(super) fn judge(
-        &mut self,
-        check: &str,
-        level: Level,
-        passed: &str,
-        problem: Option<String>,
-        evidence: &[&Exchange],
-    ) {
-        match problem {
-            None => self.add(check, level, Verdict::Pass, passed, evidence),
-            Some(problem) => self.add(check, level, Verdict::Fail, problem, evidence),
-        }
-    }
-
-    pub(super) fn not_applicable(&mut self, check: &str, level: Level, why: &str) {
-        self.add(check, level, Verdict::NotApplicable, why, &[]);
-    }
-
-    /// The answer must be a JSON-RPC error with `expected`.
-    pub(super) fn expect_error(
-        &mut self,
-        check: &str,
-        level: Level,
-        expected: i64,
-        exchange: &Exchange,
-    ) {
-        let problem = match exchange.error_code() {
-            Some(found) if found == expected => None,
-            Some(found) => Some(format!("expected error {expected}, got error {found}")),
-            None if exchange.response.is_some() => {
-                Some(format!("expected error {expected}, got a success"))
-            }
-            None => Some(format!(
-                "expected error {expected}, got no response ({})",
-                exchange.failure.as_deref().unwrap_or("nothing came")
-            )),
-        };
-        self.judge(
-            check,
-            level,
-            &format!("answered {expected}"),
-            problem,
-            &[exchange],
-        );
-    }
-}
-
 /// Runs every shape check of the context's era.
 pub async fn run(context: &Context<'_>) -> Vec<CheckOutcome> {
     let mut out = Outcomes::new(context.opened.peer.era);
@@ -117,6 +33,7 @@ pub async fn run(context: &Context<'_>) -> Vec<CheckOutcome> {
         Era::Extension2026 => extension_2026(context, &mut out).await,
     }
     common(context, &mut out).await;
+    out.judge_served(&context.opened.facts);
     out.list
 }
 
@@ -194,6 +111,15 @@ fn overlay(schema: &Value, given: Option<&Value>) -> Value {
 /// Creates a task with the chosen tool. 2026-07-28 without `--tool`: tries the tools in
 /// order (at most ten) until one is answered with a task.
 pub async fn create_task(context: &Context<'_>) -> Result<(Exchange, TaskView), String> {
+    create_task_tagged(context, None).await
+}
+
+/// As [`create_task`], each `{tag}` in the arguments' strings replaced by `tag` (the
+/// effect checks find a task's line in a shared log by it).
+pub async fn create_task_tagged(
+    context: &Context<'_>,
+    tag: Option<&str>,
+) -> Result<(Exchange, TaskView), String> {
     let peer = &context.opened.peer;
     let (first, arguments) = chosen_tool(context)?;
     let mut candidates = vec![(first, arguments)];
@@ -207,6 +133,10 @@ pub async fn create_task(context: &Context<'_>) -> Result<(Exchange, TaskView), 
     }
     let mut last = None;
     for (tool, arguments) in candidates {
+        let arguments = match tag {
+            Some(tag) => with_tag(&arguments, tag),
+            None => arguments,
+        };
         let exchange = peer.create(&tool, &arguments, None).await;
         if let Some(view) = peer.created(&exchange) {
             return Ok((exchange, view));
@@ -219,6 +149,21 @@ pub async fn create_task(context: &Context<'_>) -> Result<(Exchange, TaskView), 
     })
 }
 
+/// `value` with `{tag}` in each of its strings replaced by `tag`.
+pub fn with_tag(value: &Value, tag: &str) -> Value {
+    match value {
+        Value::String(text) => Value::String(text.replace("{tag}", tag)),
+        Value::Array(items) => Value::Array(items.iter().map(|item| with_tag(item, tag)).collect()),
+        Value::Object(members) => Value::Object(
+            members
+                .iter()
+                .map(|(name, item)| (name.clone(), with_tag(item, tag)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 async fn core_2025(context: &Context<'_>, out: &mut Outcomes) {
     let opened = context.opened;
     let peer = &opened.peer;
@@ -228,7 +173,7 @@ async fn core_2025(context: &Context<'_>, out: &mut Outcomes) {
 
     tool_support_checks(opened, facts, out);
 
-    unknown_id_checks(peer, out).await;
+    unknown_id_checks(peer, facts, out).await;
 
     let created = create_task(context).await;
     let (create, view) = match created {
@@ -372,16 +317,28 @@ fn tool_support_checks(opened: &Opened, facts: &Facts, out: &mut Outcomes) {
 }
 
 /// `tasks/get`, `tasks/result` and `tasks/cancel` of an id nobody was given.
-async fn unknown_id_checks(peer: &Peer, out: &mut Outcomes) {
+async fn unknown_id_checks(peer: &Peer, facts: &Facts, out: &mut Outcomes) {
     for (check, method) in [
         ("shapes.get.unknown-id", "tasks/get"),
         ("shapes.result.unknown-id", "tasks/result"),
         ("shapes.cancel.unknown-id", "tasks/cancel"),
     ] {
+        if method == "tasks/cancel" && !facts.cancel() {
+            out.not_applicable(
+                check,
+                Level::Must,
+                "n/a: tasks.cancel is not declared (hostile.cancel-served-undeclared checks it)",
+            );
+            continue;
+        }
         let exchange = peer
             .request(method, json!({ "taskId": UNKNOWN_TASK_ID }))
             .await;
-        out.expect_error(check, Level::Must, code::INVALID_PARAMS, &exchange);
+        if out.served(facts, method, &exchange) {
+            out.expect_error(check, Level::Must, code::INVALID_PARAMS, &exchange);
+        } else {
+            out.not_served(check, Level::Must, method);
+        }
     }
 }
 
@@ -445,6 +402,15 @@ async fn result_checks_2025(context: &Context<'_>, view: &TaskView, out: &mut Ou
     let mut result_peer = peer.sibling();
     result_peer.timeout = context.config.task_timeout;
     let result = result_peer.result(&view.task_id).await;
+    if !out.served(&context.opened.facts, "tasks/result", &result) {
+        for check in [
+            "shapes.result.waits-for-terminal",
+            "shapes.result.related-task-meta",
+        ] {
+            out.not_served(check, Level::Must, "tasks/result");
+        }
+        return;
+    }
     let after = peer.get(&view.task_id).await;
     let after_status = peer.shown(&after).and_then(|shown| shown.status);
     out.judge(
@@ -502,6 +468,16 @@ async fn list_checks(context: &Context<'_>, out: &mut Outcomes, own: Result<&Tas
         let mut found = false;
         for _ in 0..peer::PAGES_MAX {
             let page = peer.list(cursor.as_deref()).await;
+            if !out.served(&context.opened.facts, "tasks/list", &page) {
+                for check in [
+                    "shapes.list.page-shape",
+                    "shapes.list.reaches-own-task",
+                    "shapes.list.bad-cursor",
+                ] {
+                    out.not_served(check, Level::Must, "tasks/list");
+                }
+                return;
+            }
             let result = page.result().cloned();
             pages.push(page);
             let Some(result) = result else {
@@ -578,6 +554,13 @@ async fn cancel_checks(context: &Context<'_>, out: &mut Outcomes, ended: &TaskVi
         Ok((create, view)) => {
             let cancel = peer.cancel(&view.task_id).await;
             match (peer.shown(&cancel), cancel.error_code()) {
+                _ if !out.served(&context.opened.facts, "tasks/cancel", &cancel) => {
+                    out.not_served(
+                        "shapes.cancel.answers-cancelled",
+                        Level::Must,
+                        "tasks/cancel",
+                    );
+                }
                 (_, Some(code::INVALID_PARAMS)) => out.not_applicable(
                     "shapes.cancel.answers-cancelled",
                     Level::Must,
@@ -603,14 +586,37 @@ async fn cancel_checks(context: &Context<'_>, out: &mut Outcomes, ended: &TaskVi
             }
         }
     }
-    // The first task is terminal by now (tasks/result waited for it).
+    terminal_refused(context, out, ended).await;
+}
+
+/// A cancel of a terminal task is refused -32602. The premise, that the task is terminal,
+/// is read first: `tasks/result` may have answered early, so its answer proves nothing.
+async fn terminal_refused(context: &Context<'_>, out: &mut Outcomes, ended: &TaskView) {
+    const CHECK: &str = "shapes.cancel.terminal-refused";
+    let peer = &context.opened.peer;
+    let deadline_ms = context.clock.now_ms() + context.config.task_timeout.as_millis() as u64;
+    let last = peer
+        .wait_terminal(&ended.task_id, context.clock, deadline_ms)
+        .await;
+    let status = peer.shown(&last).and_then(|shown| shown.status);
+    if !status.is_some_and(TaskStatus::is_terminal) {
+        out.not_applicable(
+            CHECK,
+            Level::Must,
+            &format!(
+                "n/a: the task to cancel was not terminal within --task-timeout {:?} ({})",
+                context.config.task_timeout,
+                last.summary()
+            ),
+        );
+        return;
+    }
     let again = peer.cancel(&ended.task_id).await;
-    out.expect_error(
-        "shapes.cancel.terminal-refused",
-        Level::Must,
-        code::INVALID_PARAMS,
-        &again,
-    );
+    if out.served(&context.opened.facts, "tasks/cancel", &again) {
+        out.expect_error(CHECK, Level::Must, code::INVALID_PARAMS, &again);
+    } else {
+        out.not_served(CHECK, Level::Must, "tasks/cancel");
+    }
 }
 
 async fn extension_2026(context: &Context<'_>, out: &mut Outcomes) {
@@ -671,24 +677,32 @@ async fn extension_refusals(context: &Context<'_>, out: &mut Outcomes) {
         code::MISSING_CAPABILITY,
         &undeclared,
     );
-    let unknown = peer.get(UNKNOWN_TASK_ID).await;
-    out.expect_error(
-        "shapes.get.unknown-id",
-        Level::Must,
-        code::INVALID_PARAMS,
-        &unknown,
-    );
-    for (check, exchange) in [
+    let facts = &context.opened.facts;
+    for (check, method, level, exchange) in [
+        (
+            "shapes.get.unknown-id",
+            "tasks/get",
+            Level::Must,
+            peer.get(UNKNOWN_TASK_ID).await,
+        ),
         (
             "shapes.cancel.unknown-id",
+            "tasks/cancel",
+            Level::Should,
             peer.cancel(UNKNOWN_TASK_ID).await,
         ),
         (
             "shapes.update.unknown-id",
+            "tasks/update",
+            Level::Should,
             peer.update(UNKNOWN_TASK_ID, json!({})).await,
         ),
     ] {
-        out.expect_error(check, Level::Should, code::INVALID_PARAMS, &exchange);
+        if out.served(facts, method, &exchange) {
+            out.expect_error(check, level, code::INVALID_PARAMS, &exchange);
+        } else {
+            out.not_served(check, level, method);
+        }
     }
 }
 

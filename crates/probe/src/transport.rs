@@ -87,11 +87,37 @@ impl Exchange {
             .unwrap_or_else(|| "(raw)".to_owned());
         let answer = match (&self.response, &self.failure) {
             (Some(response), _) => compact(response, 300),
-            (None, Some(failure)) => failure.clone(),
+            (None, Some(failure)) => one_line(failure, 300),
             (None, None) => "no answer".to_owned(),
         };
         format!("{} {method} -> {answer}", self.identity)
     }
+}
+
+/// `text` as one line of at most about `chars_max` characters: markup tags dropped (an
+/// HTML error page reads as its words), runs of whitespace one space.
+pub fn one_line(text: &str, chars_max: usize) -> String {
+    let mut plain = String::with_capacity(text.len().min(4 * chars_max));
+    let mut in_tag = false;
+    let markup = text.trim_start().starts_with('<');
+    for c in text.chars() {
+        match c {
+            '<' if markup => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                plain.push(' ');
+            }
+            _ if in_tag => {}
+            c => plain.push(c),
+        }
+    }
+    let words: Vec<&str> = plain.split_whitespace().collect();
+    let line = words.join(" ");
+    if line.chars().count() <= chars_max {
+        return line;
+    }
+    let cut: String = line.chars().take(chars_max).collect();
+    format!("{cut}…")
 }
 
 /// `value` as one line of JSON, cut to about `chars_max` characters.
@@ -801,8 +827,7 @@ impl HttpPeer {
             match serde_json::from_slice::<Value>(&buffer) {
                 Ok(message) => sort_message(message, id, &mut answer),
                 Err(_) => {
-                    answer.body_excerpt =
-                        String::from_utf8_lossy(&buffer).chars().take(300).collect();
+                    answer.body_excerpt = one_line(&String::from_utf8_lossy(&buffer), 200);
                 }
             }
         }
@@ -882,6 +907,15 @@ mod tests {
         assert_eq!(exec_line("exec srv --port 1"), "exec srv --port 1");
         assert_eq!(exec_line("  exec\tsrv"), "exec\tsrv");
         assert_eq!(exec_line("executor --x"), "exec executor --x");
+    }
+
+    #[test]
+    fn an_error_page_reads_as_one_line_of_its_words() {
+        let page = "<!DOCTYPE html>\n<html><head><title>500 Internal</title></head>\n\
+                    <body>\n  <h1>Oops</h1>\n  <p>a b</p></body></html>";
+        assert_eq!(one_line(page, 200), "500 Internal Oops a b");
+        assert_eq!(one_line("x <y> z\n\n w", 200), "x <y> z w");
+        assert_eq!(one_line("abcdef", 3), "abc…");
     }
 
     #[test]
