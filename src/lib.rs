@@ -21,6 +21,7 @@
 //! | `tasklatch-server` | [`store`], [`runtime`], [`mcp`], [`load`] | contract |
 //! | `tasklatch-oracle` | [`check`], [`report`] | contract |
 //! | `tasklatch-probe` | [`probe`], [`bench::http`], [`bench::compare`] | contract, oracle |
+//! | `tasklatch-bridge` | [`bridge`] | contract |
 //! | `tasklatch-harness` | [`verify`], [`conformance`], [`fixture`], [`interleave`], `sim`, `hunt`, `matrix`, [`bench`](mod@bench) | server, oracle, probe |
 //!
 //! A server author depends on `tasklatch-server` alone and carries none of the machinery
@@ -39,6 +40,7 @@
 
 #![warn(missing_docs)]
 
+pub use tasklatch_bridge as bridge;
 pub use tasklatch_contract as contract;
 pub use tasklatch_mutants as mutants;
 pub use tasklatch_oracle as check;

@@ -47,6 +47,11 @@ enum Command {
     /// each protocol era it advertises. Exit 1 on any finding, 2 when the server cannot be
     /// reached or initialized.
     Probe(Box<cmd::probe::ProbeArgs>),
+    /// Check a task store written for an MCP SDK (TypeScript or Python), in its own
+    /// language, through the store bridge: the model-based engine's rules, each finding
+    /// with a runnable snippet. Exit 1 on any finding, 2 when the store cannot be loaded or
+    /// hangs.
+    CheckStore(Box<cmd::check_store::CheckStoreArgs>),
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -77,6 +82,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => cmd::replay::run(args),
         Command::Serve(args) => cmd::serve::serve(args),
         Command::Probe(args) => cmd::probe::probe(*args),
+        Command::CheckStore(args) => cmd::check_store::check_store(*args),
         #[cfg(all(feature = "sim", madsim))]
         Command::Sim(args) => cmd::sim::run(args),
         #[cfg(all(feature = "sim", madsim))]

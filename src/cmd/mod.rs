@@ -2,6 +2,7 @@
 //! call of the library and an exit status.
 
 pub mod bench;
+pub mod check_store;
 #[cfg(all(feature = "sim", madsim))]
 pub mod hunt;
 #[cfg(feature = "mutants")]

@@ -86,21 +86,7 @@ fn typescript() -> Option<PathBuf> {
 }
 
 fn python() -> Option<PathBuf> {
-    let python = std::env::var_os("TASKLATCH_INTEROP_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/interop-venv/bin/python"));
-    let has_mcp = Command::new(&python)
-        .args([
-            "-c",
-            "import importlib.metadata as m; assert m.version('mcp') == '1.30.0'",
-        ])
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if !has_mcp {
-        unavailable(&format!("{} has no mcp 1.30.0", python.display()));
-        return None;
-    }
-    Some(python)
+    crate::support::interop_python()
 }
 
 #[test]

@@ -76,6 +76,18 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
             "tasklatch-harness",
         ],
     ),
+    // The bridge judges stores it did not write: no server, harness or async runtime.
+    (
+        "tasklatch-bridge",
+        &[
+            "tokio",
+            "rusqlite",
+            "madsim",
+            "tasklatch-server",
+            "tasklatch-harness",
+            "tasklatch-probe",
+        ],
+    ),
     (
         "tasklatch-probe",
         &[

@@ -20,6 +20,8 @@ mod check_fields;
 mod check_oracle;
 mod check_pages;
 mod check_pushed;
+mod check_store_bridge;
+mod check_store_stores;
 mod conformance_bugs;
 mod contract_precedence;
 mod contract_table;

@@ -138,27 +138,7 @@ fn typescript_sdk_task_server_over_http() {
 }
 
 fn python() -> Option<PathBuf> {
-    let python = std::env::var_os("TASKLATCH_INTEROP_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/interop-venv/bin/python")
-        });
-    let installed = Command::new(&python)
-        .args(["-c", "import mcp"])
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if installed {
-        return Some(python);
-    }
-    let what = format!(
-        "the Python SDK (mcp 1.30.0) is not installed at {}",
-        python.display()
-    );
-    if std::env::var("TASKLATCH_REQUIRE_INTEROP").is_ok_and(|v| v == "1") {
-        panic!("TASKLATCH_REQUIRE_INTEROP=1 but {what}");
-    }
-    eprintln!("\n*** probe interop test NOT RUN: {what} ***\n");
-    None
+    support::interop_python()
 }
 
 /// The Python SDK 1.30.0 task server as its docs show it (`enable_tasks`, `run_task`).

@@ -228,3 +228,35 @@ pub fn test_path(module: &str, function: &str) -> String {
         None => function.to_owned(),
     }
 }
+
+/// Skips loudly — or, under `TASKLATCH_REQUIRE_INTEROP=1` (`.ci/run` sets it), fails —
+/// because `what` is not installed.
+pub fn interop_unavailable(what: &str) {
+    if std::env::var("TASKLATCH_REQUIRE_INTEROP").is_ok_and(|v| v == "1") {
+        panic!("TASKLATCH_REQUIRE_INTEROP=1 but {what}");
+    }
+    eprintln!("\n*** interop test NOT RUN: {what} ***\n");
+}
+
+/// The Python that has `mcp==1.30.0`: `TASKLATCH_INTEROP_PYTHON`, else
+/// `target/interop-venv/bin/python` (where `.ci/run` installs the lock file).
+pub fn interop_python() -> Option<std::path::PathBuf> {
+    let python = std::env::var_os("TASKLATCH_INTEROP_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("target/interop-venv/bin/python")
+        });
+    let has_mcp = Command::new(&python)
+        .args([
+            "-c",
+            "import importlib.metadata as m; assert m.version('mcp') == '1.30.0'",
+        ])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !has_mcp {
+        interop_unavailable(&format!("{} has no mcp 1.30.0", python.display()));
+        return None;
+    }
+    Some(python)
+}

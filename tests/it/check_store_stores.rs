@@ -1,0 +1,161 @@
+//! `check-store` on stores nobody here wrote, and on the repository's example stores.
+//!
+//! The SDKs' own in-memory stores (TypeScript SDK 1.32.2, Python `mcp` 1.30.0, installed
+//! from pinned lock files by `.ci/run`) show their measured defects by name, in two runs of
+//! the same cases; the example SQLite stores (`examples/stores/`) show none, and each broken
+//! variant shows the rule it breaks.
+//!
+//! Environment variables read here: `TASKLATCH_REQUIRE_INTEROP=1` (fail instead of
+//! skipping loudly when an SDK or `better-sqlite3` is not installed) and
+//! `TASKLATCH_INTEROP_PYTHON` (the Python with `mcp`; see `support::interop_python`).
+#![cfg(not(feature = "mutants"))]
+
+use crate::support;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+use tasklatch::bridge::{CheckReport, Options, StoreSpec, check_store};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `cases` cases from seed 0 (the same cases every run), the rules broken.
+fn check(spec: &StoreSpec, cases: usize) -> (BTreeSet<String>, CheckReport) {
+    let scratch = support::Scratch::new("check-store");
+    let options = Options {
+        budget: Duration::from_secs(120),
+        cases_max: cases,
+        seed: 0,
+        call_timeout: Duration::from_secs(10),
+        work: scratch.path.clone(),
+    };
+    let report = check_store(spec, &options, |_, _| {}).expect("the bridge reached the store");
+    let rules = report
+        .findings()
+        .map(|(_, found)| found.rule.clone())
+        .collect();
+    (rules, report)
+}
+
+fn assert_found(rules: &BTreeSet<String>, expected: &[&str]) {
+    for rule in expected {
+        assert!(rules.contains(*rule), "{rule} not found; found {rules:?}");
+    }
+}
+
+fn node_installed(marker: &str, what: &str) -> bool {
+    if root().join(marker).exists() {
+        return true;
+    }
+    support::interop_unavailable(what);
+    false
+}
+
+#[test]
+fn the_typescript_sdk_store_shows_its_measured_defects_run_after_run() {
+    if !node_installed(
+        "tests/interop/ts/node_modules/@modelcontextprotocol/sdk/package.json",
+        "the TypeScript SDK is not installed (npm ci --prefix tests/interop/ts)",
+    ) {
+        return;
+    }
+    let spec = StoreSpec::node(
+        &root()
+            .join("tests/interop/ts/sdk-store.mjs")
+            .display()
+            .to_string(),
+    )
+    .unwrap();
+    let (first, report) = check(&spec, 400);
+    assert_found(
+        &first,
+        &[
+            // A call without a sessionId reaches every session's tasks.
+            "isolation.sessionless-call-reaches-owned-task",
+            // A stale non-terminal write overwrites input_required (the interface's).
+            "cas.stale-write-accepted",
+            // `ttl: 0` is taken as "never expires".
+            "expiry.gone-after-ttl",
+        ],
+    );
+    let (second, _) = check(&spec, 400);
+    assert_eq!(first, second, "the same cases found other rules");
+    assert!(report.store_findings().next().is_some());
+}
+
+#[test]
+fn the_python_sdk_store_shows_its_measured_defects_run_after_run() {
+    let Some(python) = support::interop_python() else {
+        return;
+    };
+    let mut spec = StoreSpec::python(&format!(
+        "{}:create_store",
+        root().join("tests/interop/python/sdk_store.py").display()
+    ))
+    .unwrap();
+    spec.runtime = Some(python.display().to_string());
+    let (first, _) = check(&spec, 400);
+    assert_found(
+        &first,
+        &[
+            // A second completion is accepted, and its payload replaces the first.
+            "latch.terminal-write-accepted",
+            "latch.result-changed",
+            // A cancelled task keeps a completion payload.
+            "latch.cancelled-with-payload",
+            // No owner parameter.
+            "isolation.owner-carried",
+            // A late completion lands on an expired task.
+            "expiry.late-write-accepted",
+        ],
+    );
+    let (second, _) = check(&spec, 400);
+    assert_eq!(first, second, "the same cases found other rules");
+}
+
+#[test]
+fn the_example_python_store_passes_and_its_broken_variants_do_not() {
+    let Some(python) = support::interop_python() else {
+        return;
+    };
+    let module = root().join("examples/stores/python/sqlite_task_store.py");
+    let spec = |factory: &str| {
+        let mut spec = StoreSpec::python(&format!("{}:{factory}", module.display())).unwrap();
+        spec.runtime = Some(python.display().to_string());
+        spec
+    };
+    let (_, report) = check(&spec("create_store"), 300);
+    let store_findings: Vec<&String> = report
+        .store_findings()
+        .map(|(_, found)| &found.rule)
+        .collect();
+    assert!(store_findings.is_empty(), "{store_findings:?}");
+    let (lazy, _) = check(&spec("create_store_lazy_expiry"), 300);
+    assert_found(&lazy, &["expiry.late-write-accepted"]);
+}
+
+#[test]
+fn the_example_node_store_passes_and_its_broken_variants_do_not() {
+    if !node_installed(
+        "examples/stores/node/node_modules/better-sqlite3/package.json",
+        "better-sqlite3 is not installed (npm ci --prefix examples/stores/node)",
+    ) {
+        return;
+    }
+    let module = root().join("examples/stores/node/sqlite-task-store.mjs");
+    let spec = |factory: &str| StoreSpec::node(&format!("{}#{factory}", module.display())).unwrap();
+    let (_, report) = check(&spec("createStore"), 300);
+    let store_findings: Vec<&String> = report
+        .store_findings()
+        .map(|(_, found)| &found.rule)
+        .collect();
+    assert!(store_findings.is_empty(), "{store_findings:?}");
+    let (unfiltered, _) = check(&spec("createStoreWithoutSessionFilter"), 300);
+    assert_found(
+        &unfiltered,
+        &["isolation.sessionless-call-reaches-owned-task"],
+    );
+    let (lazy, _) = check(&spec("createStoreLazyExpiry"), 300);
+    assert_found(&lazy, &["expiry.late-write-accepted"]);
+}
