@@ -94,16 +94,12 @@ pub fn check_store(args: CheckStoreArgs) -> ExitCode {
     };
     let bar = std::io::stderr()
         .is_terminal()
-        .then(|| indicatif::ProgressBar::new(options.budget.as_millis() as u64));
+        .then(|| indicatif::ProgressBar::new(2 * options.budget.as_millis() as u64));
     let started = std::time::Instant::now();
-    let result = bridge::check_store(&spec, &options, |engine, explored| {
+    let result = bridge::check_store(&spec, &options, |engine, cases, findings| {
         if let Some(bar) = &bar {
             bar.set_position(started.elapsed().as_millis() as u64);
-            bar.set_message(format!(
-                "{engine}: {} cases, {} findings",
-                explored.cases,
-                explored.findings.len()
-            ));
+            bar.set_message(format!("{engine}: {cases} cases, {findings} findings"));
         }
     });
     if let Some(bar) = &bar {

@@ -3,7 +3,8 @@
 //! The SDKs' own in-memory stores (TypeScript SDK 1.32.2, Python `mcp` 1.30.0, installed
 //! from pinned lock files by `.ci/run`) show their measured defects by name, in two runs of
 //! the same cases; the example SQLite stores (`examples/stores/`) show none, and each broken
-//! variant shows the rule it breaks.
+//! variant shows the rule it breaks, to the engine that can see it (a check outside the
+//! transaction only to the race engine).
 //!
 //! Environment variables read here: `TASKLATCH_REQUIRE_INTEROP=1` (fail instead of
 //! skipping loudly when an SDK or `better-sqlite3` is not installed) and
@@ -30,7 +31,7 @@ fn check(spec: &StoreSpec, cases: usize) -> (BTreeSet<String>, CheckReport) {
         call_timeout: Duration::from_secs(10),
         work: scratch.path.clone(),
     };
-    let report = check_store(spec, &options, |_, _| {}).expect("the bridge reached the store");
+    let report = check_store(spec, &options, |_, _, _| {}).expect("the bridge reached the store");
     let rules = report
         .findings()
         .map(|(_, found)| found.rule.clone())
@@ -42,6 +43,15 @@ fn assert_found(rules: &BTreeSet<String>, expected: &[&str]) {
     for rule in expected {
         assert!(rules.contains(*rule), "{rule} not found; found {rules:?}");
     }
+}
+
+/// The rules one engine found.
+fn report_rules<'a>(report: &'a CheckReport, engine: &str) -> Vec<&'a str> {
+    report
+        .findings()
+        .filter(|(name, _)| *name == engine)
+        .map(|(_, found)| found.rule.as_str())
+        .collect()
 }
 
 fn node_installed(marker: &str, what: &str) -> bool {
@@ -68,6 +78,8 @@ fn the_typescript_sdk_store_shows_its_measured_defects_run_after_run() {
     )
     .unwrap();
     let (first, report) = check(&spec, 400);
+    // Every check-and-write runs without an await inside: no race lands.
+    assert_eq!(report_rules(&report, "races"), Vec::<&str>::new());
     assert_found(
         &first,
         &[
@@ -95,7 +107,7 @@ fn the_python_sdk_store_shows_its_measured_defects_run_after_run() {
     ))
     .unwrap();
     spec.runtime = Some(python.display().to_string());
-    let (first, _) = check(&spec, 400);
+    let (first, first_report) = check(&spec, 400);
     assert_found(
         &first,
         &[
@@ -108,8 +120,13 @@ fn the_python_sdk_store_shows_its_measured_defects_run_after_run() {
             "isolation.owner-carried",
             // A late completion lands on an expired task.
             "expiry.late-write-accepted",
+            // Raced: two completions both succeed (the second's payload kept)...
+            "race.one-terminal-fact",
         ],
     );
+    // ...and a cancel that wins keeps the losing completion's payload.
+    let raced: Vec<&str> = report_rules(&first_report, "races");
+    assert!(raced.contains(&"latch.cancelled-with-payload"), "{raced:?}");
     let (second, _) = check(&spec, 400);
     assert_eq!(first, second, "the same cases found other rules");
 }
@@ -133,6 +150,12 @@ fn the_example_python_store_passes_and_its_broken_variants_do_not() {
     assert!(store_findings.is_empty(), "{store_findings:?}");
     let (lazy, _) = check(&spec("create_store_lazy_expiry"), 300);
     assert_found(&lazy, &["expiry.late-write-accepted"]);
+    let (split, report) = check(&spec("create_store_check_outside_transaction"), 300);
+    assert_found(&split, &["race.one-terminal-fact"]);
+    assert_eq!(
+        report_rules(&report, "explore"),
+        vec!["isolation.owner-carried", "cas.stale-write-accepted"]
+    );
 }
 
 #[test]
@@ -158,4 +181,6 @@ fn the_example_node_store_passes_and_its_broken_variants_do_not() {
     );
     let (lazy, _) = check(&spec("createStoreLazyExpiry"), 300);
     assert_found(&lazy, &["expiry.late-write-accepted"]);
+    let (split, _) = check(&spec("createStoreCheckOutsideTransaction"), 300);
+    assert_found(&split, &["race.one-terminal-fact"]);
 }

@@ -2,6 +2,7 @@
 //! interface cannot express counted and listed, never passed.
 
 use crate::explore::{self, Explored};
+use crate::races::{self, Raced};
 use crate::shim::{BridgeError, Shim};
 use crate::snippet;
 use crate::spec::{Interface, StoreSpec};
@@ -171,7 +172,7 @@ fn interface_findings(interface: Interface) -> Vec<Found> {
 pub fn check_store(
     spec: &StoreSpec,
     options: &Options,
-    mut progress: impl FnMut(&str, &Explored),
+    mut progress: impl FnMut(&str, usize, usize),
 ) -> Result<CheckReport, BridgeError> {
     let mut shim = Shim::start(spec)?;
     let runtime = shim.hello.runtime.clone();
@@ -182,8 +183,26 @@ pub fn check_store(
         options.budget,
         options.cases_max,
         options.call_timeout,
-        |explored| progress("explore", explored),
+        |explored: &Explored| progress("explore", explored.cases, explored.findings.len()),
     )?;
+    let mut engines = vec![explore_report(spec, &explored)];
+    let raced = races::race(
+        &mut shim,
+        &options.work,
+        options.budget,
+        options.cases_max,
+        options.call_timeout,
+    )?;
+    progress("races", raced.rounds, raced.findings.len());
+    engines.push(races_report(spec, &raced));
+    Ok(CheckReport {
+        store: spec.describe(),
+        runtime,
+        engines,
+    })
+}
+
+fn explore_report(spec: &StoreSpec, explored: &Explored) -> EngineReport {
     let mut findings = interface_findings(spec.interface);
     findings.extend(explored.findings.values().map(|finding| Found {
         rule: finding.rule.to_owned(),
@@ -193,7 +212,7 @@ pub fn check_store(
         seed: Some(finding.seed),
         snippet: Some(snippet::render(spec, finding.rule, &finding.ops)),
     }));
-    let engines = vec![EngineReport {
+    EngineReport {
         engine: "explore",
         cases: explored.cases,
         ops: explored.ops,
@@ -201,12 +220,39 @@ pub fn check_store(
         findings,
         not_expressible: not_expressible(spec.interface),
         skipped: None,
-    }];
-    Ok(CheckReport {
-        store: spec.describe(),
-        runtime,
-        engines,
-    })
+    }
+}
+
+fn races_report(spec: &StoreSpec, raced: &Raced) -> EngineReport {
+    let session = if crate::ops::has_sessions(spec.interface) {
+        crate::ops::Session::A
+    } else {
+        crate::ops::Session::None
+    };
+    EngineReport {
+        engine: "races",
+        cases: raced.rounds,
+        ops: raced.calls,
+        seconds: raced.elapsed.as_secs_f64(),
+        findings: raced
+            .findings
+            .iter()
+            .map(|finding| Found {
+                rule: finding.rule.to_owned(),
+                interface: INTERFACE_RULES.contains(&finding.rule),
+                detail: format!("{} ({})", finding.detail, finding.race.name()),
+                cases: finding.rounds,
+                seed: None,
+                snippet: Some(snippet::race(
+                    spec,
+                    finding.rule,
+                    &finding.race.writers(session),
+                )),
+            })
+            .collect(),
+        not_expressible: not_expressible(spec.interface),
+        skipped: None,
+    }
 }
 
 /// The report as the terminal shows it.
@@ -234,14 +280,10 @@ pub fn text(report: &CheckReport) -> String {
                 if found.interface { "interface" } else { "fail" },
                 found.rule,
                 found.detail,
-                if found.cases > 0 {
-                    format!(
-                        " ({} case(s); first seed {})",
-                        found.cases,
-                        found.seed.unwrap_or(0)
-                    )
-                } else {
-                    String::new()
+                match (found.cases, found.seed) {
+                    (0, _) => String::new(),
+                    (cases, Some(seed)) => format!(" ({cases} case(s); first seed {seed})"),
+                    (cases, None) => format!(" ({cases} round(s))"),
                 }
             );
         }

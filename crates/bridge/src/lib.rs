@@ -26,6 +26,7 @@ pub mod driver;
 pub mod explore;
 pub mod model;
 pub mod ops;
+pub mod races;
 pub mod shim;
 pub mod snippet;
 pub mod spec;

@@ -148,6 +148,26 @@ impl Op {
         self.clone().task_mut().copied()
     }
 
+    /// The session that makes it (none for an op without a caller).
+    pub fn session(&self) -> Session {
+        match *self {
+            Op::Create { session, .. }
+            | Op::Get { session, .. }
+            | Op::Working { session, .. }
+            | Op::Resume { session, .. }
+            | Op::AskInput { session, .. }
+            | Op::Message { session, .. }
+            | Op::Complete { session, .. }
+            | Op::Fail { session, .. }
+            | Op::Cancel { session, .. }
+            | Op::Result { session, .. }
+            | Op::ListAll { session }
+            | Op::BadCursor { session }
+            | Op::BogusStatus { session, .. } => session,
+            Op::Advance { .. } => Session::None,
+        }
+    }
+
     /// The task it names, to renumber.
     pub fn task_mut(&mut self) -> Option<&mut usize> {
         match self {

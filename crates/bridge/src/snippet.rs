@@ -92,17 +92,7 @@ fn node(spec: &StoreSpec, rule: &str, ops: &[Op]) -> String {
         out,
         "// Run: node snippet.mjs (the check's clock was fake; this one waits real time)."
     );
-    let _ = writeln!(
-        out,
-        "import {{ {} }} from {};",
-        spec.factory,
-        js_string(&spec.module)
-    );
-    let _ = writeln!(out, "const make = {};", spec.factory);
-    let _ = writeln!(
-        out,
-        "const store = /^class[\\s{{]/.test(Function.prototype.toString.call(make))\n  ? new make({{ dir: 'tasklatch-snippet' }})\n  : await make({{ dir: 'tasklatch-snippet' }});"
-    );
+    out.push_str(&node_header(spec));
     let _ = writeln!(
         out,
         "const attempt = async (what, call) => {{\n  try {{ console.log(what, '->', JSON.stringify(await call())); }}\n  catch (error) {{ console.log(what, '-> threw', String(error?.message ?? error)); }}\n}};"
@@ -137,6 +127,23 @@ fn node(spec: &StoreSpec, rule: &str, ops: &[Op]) -> String {
     let _ = writeln!(
         out,
         "await (store.cleanup ?? store.close ?? (() => {{}})).call(store);"
+    );
+    out
+}
+
+/// The import of the user's factory, and `store` made by it.
+fn node_header(spec: &StoreSpec) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "import {{ {} }} from {};",
+        spec.factory,
+        js_string(&spec.module)
+    );
+    let _ = writeln!(out, "const make = {};", spec.factory);
+    let _ = writeln!(
+        out,
+        "const store = /^class[\\s{{]/.test(Function.prototype.toString.call(make))\n  ? new make({{ dir: 'tasklatch-snippet' }})\n  : await make({{ dir: 'tasklatch-snippet' }});"
     );
     out
 }
@@ -182,21 +189,7 @@ fn python(spec: &StoreSpec, rule: &str, ops: &[Op]) -> String {
         out,
         "# Run: python snippet.py (the check's clock was fake; this one waits real time)."
     );
-    let _ = writeln!(out, "import asyncio\nimport importlib.util\nimport sys\n");
-    let _ = writeln!(out, "from mcp.types import Result, TaskMetadata\n");
-    if spec.module.ends_with(".py") || spec.module.contains('/') {
-        let _ = writeln!(
-            out,
-            "_spec = importlib.util.spec_from_file_location(\"store_module\", {})\nstore_module = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(store_module)",
-            py_literal(&Value::String(spec.module.clone()))
-        );
-    } else {
-        let _ = writeln!(
-            out,
-            "sys.path.insert(0, \".\")\nimport {} as store_module",
-            spec.module
-        );
-    }
+    out.push_str(&python_header(spec));
     let _ = writeln!(
         out,
         "\n\nasync def attempt(what, call):\n    try:\n        value = await call()\n        print(what, \"->\", value)\n    except Exception as error:\n        print(what, \"-> raised\", type(error).__name__, error)\n"
@@ -231,6 +224,27 @@ fn python(spec: &StoreSpec, rule: &str, ops: &[Op]) -> String {
         }
     }
     let _ = writeln!(out, "\n\nasyncio.run(main())");
+    out
+}
+
+/// The imports, and the user's module as `store_module`.
+fn python_header(spec: &StoreSpec) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "import asyncio\nimport importlib.util\nimport sys\n");
+    let _ = writeln!(out, "from mcp.types import Result, TaskMetadata\n");
+    if spec.module.ends_with(".py") || spec.module.contains('/') {
+        let _ = writeln!(
+            out,
+            "_spec = importlib.util.spec_from_file_location(\"store_module\", {})\nstore_module = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(store_module)",
+            py_literal(&Value::String(spec.module.clone()))
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "sys.path.insert(0, \".\")\nimport {} as store_module",
+            spec.module
+        );
+    }
     out
 }
 
@@ -276,4 +290,183 @@ fn py_literal(value: &Value) -> String {
                 .join(", ")
         ),
     }
+}
+
+/// A race as a program: rounds of the two writers' calls run together on a fresh task,
+/// and what each round left, printed when a rule breaks (`rule`, as the check found it).
+pub fn race(spec: &StoreSpec, rule: &str, writers: &[Op; 2]) -> String {
+    let scripts: Vec<Vec<ops::Call>> = writers
+        .iter()
+        .map(|op| ops::calls(spec.interface, op, &placeholder(0), "working").unwrap_or_default())
+        .collect();
+    let create = Op::Create {
+        session: writers[0].session(),
+        ttl_ms: None,
+    };
+    let create = ops::calls(spec.interface, &create, "", "").unwrap_or_default();
+    match spec.language {
+        Language::Node => node_race(spec, rule, &create[0], &scripts),
+        Language::Python => python_race(spec, rule, &create[0], &scripts),
+    }
+}
+
+/// Each writer's calls, right-aligned over `steps` (a writer with fewer calls waits).
+fn aligned<T: Clone>(scripts: &[Vec<T>]) -> (usize, Vec<Vec<Option<T>>>) {
+    let steps = scripts.iter().map(Vec::len).max().unwrap_or(0);
+    let rows = scripts
+        .iter()
+        .map(|script| {
+            let mut row = vec![None; steps - script.len()];
+            row.extend(script.iter().cloned().map(Some));
+            row
+        })
+        .collect();
+    (steps, rows)
+}
+
+fn node_race(
+    spec: &StoreSpec,
+    rule: &str,
+    create: &ops::Call,
+    scripts: &[Vec<ops::Call>],
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "// tasklatch check-store: a race that breaks {rule}; run: node snippet.mjs"
+    );
+    let _ = writeln!(
+        out,
+        "// Each round runs the writers' calls step by step, each step's calls started"
+    );
+    let _ = writeln!(
+        out,
+        "// together (the first writer first on even rounds, the second on odd ones)."
+    );
+    out.push_str(&node_header(spec));
+    let (steps, rows) = aligned(scripts);
+    let _ = writeln!(out, "for (let round = 0; round < 200; round++) {{");
+    let _ = writeln!(
+        out,
+        "  const t0 = await store.{}({});",
+        create.method,
+        js_args(&create.args)
+    );
+    let _ = writeln!(out, "  const scripts = [");
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .map(|cell| match cell {
+                Some(call) => format!("() => store.{}({})", call.method, js_args(&call.args)),
+                None => "null".to_owned(),
+            })
+            .collect();
+        let _ = writeln!(out, "    [{}],", cells.join(", "));
+    }
+    let _ = writeln!(out, "  ];\n  const alive = [true, true];");
+    let _ = writeln!(out, "  for (let step = 0; step < {steps}; step++) {{");
+    let _ = writeln!(out, "    const order = round % 2 === 1 ? [1, 0] : [0, 1];");
+    let _ = writeln!(
+        out,
+        "    await Promise.all(order.filter((w) => alive[w] && scripts[w][step])"
+    );
+    let _ = writeln!(
+        out,
+        "      .map((w) => scripts[w][step]().then(() => {{}}, () => {{ alive[w] = false; }})));"
+    );
+    let _ = writeln!(out, "  }}\n  const won = alive.filter(Boolean).length;");
+    let session = match create.args.get(3) {
+        Some(Value::String(session)) => format!(", {}", js_string(session)),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "  const task = await store.getTask(t0.taskId{session});"
+    );
+    let _ = writeln!(out, "  let result = null;");
+    let _ = writeln!(
+        out,
+        "  try {{ result = await store.getTaskResult(t0.taskId{session}); }} catch {{}}"
+    );
+    let _ = writeln!(
+        out,
+        "  const leaked = task?.status !== 'completed' && JSON.stringify(result ?? '').includes('payload-');\n  if (won !== 1 || leaked) console.log('round', round, ':', won, 'writers succeeded; status', task?.status, 'result', JSON.stringify(result));"
+    );
+    let _ = writeln!(out, "}}");
+    let _ = writeln!(
+        out,
+        "await (store.cleanup ?? store.close ?? (() => {{}})).call(store);"
+    );
+    out
+}
+
+fn python_race(
+    spec: &StoreSpec,
+    rule: &str,
+    create: &ops::Call,
+    scripts: &[Vec<ops::Call>],
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# tasklatch check-store: a race that breaks {rule}; run: python snippet.py"
+    );
+    let _ = writeln!(
+        out,
+        "# Each round runs the writers' calls step by step, each step's calls started"
+    );
+    let _ = writeln!(
+        out,
+        "# together (the first writer first on even rounds, the second on odd ones)."
+    );
+    out.push_str(&python_header(spec));
+    let (steps, rows) = aligned(scripts);
+    let _ = writeln!(
+        out,
+        "\nasync def main():\n    store = store_module.{}()",
+        spec.factory
+    );
+    let _ = writeln!(out, "    for round in range(200):");
+    let _ = writeln!(
+        out,
+        "        t0 = await store.{}({})",
+        create.method,
+        py_args(create)
+    );
+    let _ = writeln!(out, "        scripts = [");
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .map(|cell| match cell {
+                Some(call) => format!("lambda: store.{}({})", call.method, py_args(call)),
+                None => "None".to_owned(),
+            })
+            .collect();
+        let _ = writeln!(out, "            [{}],", cells.join(", "));
+    }
+    let _ = writeln!(out, "        ]\n        alive = [True, True]\n");
+    let _ = writeln!(
+        out,
+        "        async def run(writer, call):\n            try:\n                await call()\n            except Exception:\n                alive[writer] = False\n"
+    );
+    let _ = writeln!(out, "        for step in range({steps}):");
+    let _ = writeln!(out, "            order = [1, 0] if round % 2 else [0, 1]");
+    let _ = writeln!(
+        out,
+        "            await asyncio.gather(*[run(w, scripts[w][step]) for w in order if alive[w] and scripts[w][step]])"
+    );
+    let _ = writeln!(out, "        won = sum(alive)");
+    let _ = writeln!(out, "        task = await store.get_task(t0.taskId)");
+    let _ = writeln!(out, "        result = await store.get_result(t0.taskId)");
+    let _ = writeln!(
+        out,
+        "        leaked = task is not None and task.status != \"completed\" and \"payload-\" in str(result)"
+    );
+    let _ = writeln!(out, "        if won != 1 or leaked:");
+    let _ = writeln!(
+        out,
+        "            print(\"round\", round, \":\", won, \"writers succeeded; status\", task.status if task else None, \"result\", result)"
+    );
+    let _ = writeln!(out, "\n\nasyncio.run(main())");
+    out
 }

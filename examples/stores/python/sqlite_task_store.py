@@ -5,8 +5,9 @@ sqlite3: what `tasklatch check-store --python` shows a Python team, checked in C
 
 Each write is one `BEGIN IMMEDIATE` transaction that reads the row, checks the contract's
 rules and writes: a terminal task takes no write (its status, message and result are
-final), a result is stored once, an expired task is gone (read or written, never revived),
-a status is one of the five. Its clock is `datetime.now(timezone.utc)`, which tasklatch's
+final), a result is stored once, a cancel drops a result stored before it (the interface
+stores a completion's result and its status in two calls), an expired task is gone (read
+or written, never revived), a status is one of the five. Its clock is `datetime.now(timezone.utc)`, which tasklatch's
 shim replaces with one it moves.
 
 The broken variants are the same store with one guard weakened, each a factory here:
@@ -160,10 +161,13 @@ class SqliteTaskStore(TaskStore):
                 raise ValueError("Cannot update task %s: it is %s" % (task_id, row[1]))
 
         def write(row):
+            # A cancel wins over a completion whose result landed first: the task keeps
+            # no payload of work it was told was cancelled.
             self.db.execute(
-                "UPDATE tasks SET status = ?, message = ?, updated_at = ? WHERE id = ?",
+                "UPDATE tasks SET status = ?, message = ?, updated_at = ?, "
+                "result = CASE WHEN ? = 'cancelled' THEN NULL ELSE result END WHERE id = ?",
                 (status or row[1], status_message if status_message is not None else row[2],
-                 self._now().isoformat(), task_id))
+                 self._now().isoformat(), status, task_id))
 
         if not self.check_in_transaction:
             # Give another writer its turn between the check and the write.
@@ -192,7 +196,7 @@ class SqliteTaskStore(TaskStore):
 
     async def get_result(self, task_id: str) -> Result | None:
         row = self._row(task_id, purge=True)
-        if row is None or row[1] not in TERMINAL or row[7] is None:
+        if row is None or row[1] not in ("completed", "failed") or row[7] is None:
             return None
         return Result.model_validate_json(row[7])
 
