@@ -48,6 +48,10 @@ pub struct CheckStoreArgs {
     /// wait for nothing: a store on its own clock sees no time pass).
     #[arg(long)]
     real_clock: bool,
+    /// The store claims its data survives a restart: the restart engine kills the shim
+    /// between and during calls and reopens the store on the same data.
+    #[arg(long)]
+    durable: bool,
     /// Write `report.json` and each finding's snippet (`findings/NNN-RULE.mjs|.py`) here.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -81,6 +85,7 @@ fn options_of(args: &CheckStoreArgs) -> Result<Options, String> {
         call_timeout: parse_budget(&args.call_timeout)
             .map_err(|error| format!("--call-timeout {error}"))?,
         work,
+        durable: args.durable,
     })
 }
 
@@ -94,7 +99,7 @@ pub fn check_store(args: CheckStoreArgs) -> ExitCode {
     };
     let bar = std::io::stderr()
         .is_terminal()
-        .then(|| indicatif::ProgressBar::new(2 * options.budget.as_millis() as u64));
+        .then(|| indicatif::ProgressBar::new(3 * options.budget.as_millis() as u64));
     let started = std::time::Instant::now();
     let result = bridge::check_store(&spec, &options, |engine, cases, findings| {
         if let Some(bar) = &bar {

@@ -23,13 +23,24 @@ fn root() -> PathBuf {
 
 /// `cases` cases from seed 0 (the same cases every run), the rules broken.
 fn check(spec: &StoreSpec, cases: usize) -> (BTreeSet<String>, CheckReport) {
+    check_with(spec, cases, None)
+}
+
+/// As [`check`]; with `restart_budget`, the store claims durability and the restart engine
+/// runs for that long (its cases restart a shim each: they are counted by time).
+fn check_with(
+    spec: &StoreSpec,
+    cases: usize,
+    restart_budget: Option<Duration>,
+) -> (BTreeSet<String>, CheckReport) {
     let scratch = support::Scratch::new("check-store");
     let options = Options {
-        budget: Duration::from_secs(120),
+        budget: restart_budget.unwrap_or(Duration::from_secs(120)),
         cases_max: cases,
         seed: 0,
         call_timeout: Duration::from_secs(10),
         work: scratch.path.clone(),
+        durable: restart_budget.is_some(),
     };
     let report = check_store(spec, &options, |_, _, _| {}).expect("the bridge reached the store");
     let rules = report
@@ -52,6 +63,15 @@ fn report_rules<'a>(report: &'a CheckReport, engine: &str) -> Vec<&'a str> {
         .filter(|(name, _)| *name == engine)
         .map(|(_, found)| found.rule.as_str())
         .collect()
+}
+
+/// The cases one engine ran.
+fn report_cases(report: &CheckReport, engine: &str) -> usize {
+    report
+        .engines
+        .iter()
+        .find(|known| known.engine == engine)
+        .map_or(0, |known| known.cases)
 }
 
 fn node_installed(marker: &str, what: &str) -> bool {
@@ -94,6 +114,9 @@ fn the_typescript_sdk_store_shows_its_measured_defects_run_after_run() {
     let (second, _) = check(&spec, 400);
     assert_eq!(first, second, "the same cases found other rules");
     assert!(report.store_findings().next().is_some());
+    // Claimed durable, an in-memory store loses what it acknowledged at the first kill.
+    let (_, claimed) = check_with(&spec, 50, Some(Duration::from_secs(3)));
+    assert!(report_rules(&claimed, "restart").contains(&"restart.acknowledged-kept"));
 }
 
 #[test]
@@ -142,7 +165,8 @@ fn the_example_python_store_passes_and_its_broken_variants_do_not() {
         spec.runtime = Some(python.display().to_string());
         spec
     };
-    let (_, report) = check(&spec("create_store"), 300);
+    let (_, report) = check_with(&spec("create_store"), 300, Some(Duration::from_secs(8)));
+    assert!(report_cases(&report, "restart") > 0);
     let store_findings: Vec<&String> = report
         .store_findings()
         .map(|(_, found)| &found.rule)
@@ -168,7 +192,8 @@ fn the_example_node_store_passes_and_its_broken_variants_do_not() {
     }
     let module = root().join("examples/stores/node/sqlite-task-store.mjs");
     let spec = |factory: &str| StoreSpec::node(&format!("{}#{factory}", module.display())).unwrap();
-    let (_, report) = check(&spec("createStore"), 300);
+    let (_, report) = check_with(&spec("createStore"), 300, Some(Duration::from_secs(8)));
+    assert!(report_cases(&report, "restart") > 0);
     let store_findings: Vec<&String> = report
         .store_findings()
         .map(|(_, found)| &found.rule)

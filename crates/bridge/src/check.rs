@@ -3,6 +3,7 @@
 
 use crate::explore::{self, Explored};
 use crate::races::{self, Raced};
+use crate::restart::{self, Restarted};
 use crate::shim::{BridgeError, Shim};
 use crate::snippet;
 use crate::spec::{Interface, StoreSpec};
@@ -26,6 +27,8 @@ pub struct Options {
     pub call_timeout: Duration,
     /// Where the stores' data lives (a directory per case).
     pub work: PathBuf,
+    /// The store claims its data survives a restart: run the restart engine.
+    pub durable: bool,
 }
 
 /// Rules no store of an interface can keep, because the interface cannot say what they
@@ -195,6 +198,31 @@ pub fn check_store(
     )?;
     progress("races", raced.rounds, raced.findings.len());
     engines.push(races_report(spec, &raced));
+    engines.push(if options.durable {
+        let restarted = restart::restart(
+            &mut shim,
+            spec,
+            &options.work,
+            options.seed,
+            options.budget,
+            options.cases_max,
+            options.call_timeout,
+        )?;
+        progress("restart", restarted.cases, restarted.findings.len());
+        restart_report(spec, &restarted)
+    } else {
+        EngineReport {
+            engine: "restart",
+            cases: 0,
+            ops: 0,
+            seconds: 0.0,
+            findings: Vec::new(),
+            not_expressible: Vec::new(),
+            skipped: Some(
+                "the store does not claim its data survives a restart (give --durable)".to_owned(),
+            ),
+        }
+    });
     Ok(CheckReport {
         store: spec.describe(),
         runtime,
@@ -218,6 +246,29 @@ fn explore_report(spec: &StoreSpec, explored: &Explored) -> EngineReport {
         ops: explored.ops,
         seconds: explored.elapsed.as_secs_f64(),
         findings,
+        not_expressible: not_expressible(spec.interface),
+        skipped: None,
+    }
+}
+
+fn restart_report(spec: &StoreSpec, restarted: &Restarted) -> EngineReport {
+    EngineReport {
+        engine: "restart",
+        cases: restarted.cases,
+        ops: restarted.kills,
+        seconds: restarted.elapsed.as_secs_f64(),
+        findings: restarted
+            .findings
+            .iter()
+            .map(|finding| Found {
+                rule: finding.rule.to_owned(),
+                interface: INTERFACE_RULES.contains(&finding.rule),
+                detail: finding.detail.clone(),
+                cases: finding.cases,
+                seed: Some(finding.seed),
+                snippet: None,
+            })
+            .collect(),
         not_expressible: not_expressible(spec.interface),
         skipped: None,
     }
@@ -263,10 +314,15 @@ pub fn text(report: &CheckReport) -> String {
     for engine in &report.engines {
         let _ = writeln!(
             out,
-            "\n{}: {} cases, {} ops in {:.1} s ({:.0} cases/s)",
+            "\n{}: {} cases, {} {} in {:.1} s ({:.0} cases/s)",
             engine.engine,
             engine.cases,
             engine.ops,
+            if engine.engine == "restart" {
+                "kills"
+            } else {
+                "calls"
+            },
             engine.seconds,
             engine.rate()
         );

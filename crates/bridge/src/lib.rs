@@ -27,6 +27,7 @@ pub mod explore;
 pub mod model;
 pub mod ops;
 pub mod races;
+pub mod restart;
 pub mod shim;
 pub mod snippet;
 pub mod spec;
