@@ -98,8 +98,11 @@ fn the_typescript_sdk_store_shows_its_measured_defects_run_after_run() {
     )
     .unwrap();
     let (first, report) = check(&spec, 400);
-    // Every check-and-write runs without an await inside: no race lands.
+    // Every check-and-write runs without an await inside: no race lands; and every
+    // fixture case the interface can express passes.
     assert_eq!(report_rules(&report, "races"), Vec::<&str>::new());
+    assert_eq!(report_rules(&report, "fixture"), Vec::<&str>::new());
+    assert_eq!(report_cases(&report, "fixture"), 20);
     assert_found(
         &first,
         &[
@@ -150,6 +153,9 @@ fn the_python_sdk_store_shows_its_measured_defects_run_after_run() {
     // ...and a cancel that wins keeps the losing completion's payload.
     let raced: Vec<&str> = report_rules(&first_report, "races");
     assert!(raced.contains(&"latch.cancelled-with-payload"), "{raced:?}");
+    // The fixture's late write at the expiry instant lands (17 cases expressible).
+    assert_eq!(report_rules(&first_report, "fixture"), vec!["fixture.T12"]);
+    assert_eq!(report_cases(&first_report, "fixture"), 17);
     let (second, _) = check(&spec, 400);
     assert_eq!(first, second, "the same cases found other rules");
 }
@@ -173,7 +179,7 @@ fn the_example_python_store_passes_and_its_broken_variants_do_not() {
         .collect();
     assert!(store_findings.is_empty(), "{store_findings:?}");
     let (lazy, _) = check(&spec("create_store_lazy_expiry"), 300);
-    assert_found(&lazy, &["expiry.late-write-accepted"]);
+    assert_found(&lazy, &["expiry.late-write-accepted", "fixture.T12"]);
     let (split, report) = check(&spec("create_store_check_outside_transaction"), 300);
     assert_found(&split, &["race.one-terminal-fact"]);
     assert_eq!(
@@ -205,7 +211,7 @@ fn the_example_node_store_passes_and_its_broken_variants_do_not() {
         &["isolation.sessionless-call-reaches-owned-task"],
     );
     let (lazy, _) = check(&spec("createStoreLazyExpiry"), 300);
-    assert_found(&lazy, &["expiry.late-write-accepted"]);
+    assert_found(&lazy, &["expiry.late-write-accepted", "fixture.T12"]);
     let (split, _) = check(&spec("createStoreCheckOutsideTransaction"), 300);
     assert_found(&split, &["race.one-terminal-fact"]);
 }

@@ -2,6 +2,7 @@
 //! interface cannot express counted and listed, never passed.
 
 use crate::explore::{self, Explored};
+use crate::fixture;
 use crate::races::{self, Raced};
 use crate::restart::{self, Restarted};
 use crate::shim::{BridgeError, Shim};
@@ -179,6 +180,9 @@ pub fn check_store(
 ) -> Result<CheckReport, BridgeError> {
     let mut shim = Shim::start(spec)?;
     let runtime = shim.hello.runtime.clone();
+    let replayed = fixture::replay(&mut shim, &options.work, options.call_timeout)?;
+    progress("fixture", replayed.cases.len(), 0);
+    let mut engines = vec![fixture_report(&replayed)];
     let explored = explore::explore(
         &mut shim,
         &options.work,
@@ -188,7 +192,7 @@ pub fn check_store(
         options.call_timeout,
         |explored: &Explored| progress("explore", explored.cases, explored.findings.len()),
     )?;
-    let mut engines = vec![explore_report(spec, &explored)];
+    engines.push(explore_report(spec, &explored));
     let raced = races::race(
         &mut shim,
         &options.work,
@@ -228,6 +232,40 @@ pub fn check_store(
         runtime,
         engines,
     })
+}
+
+fn fixture_report(replayed: &fixture::Replayed) -> EngineReport {
+    let mut findings = Vec::new();
+    let mut not_expressible = Vec::new();
+    let mut ran = 0;
+    for (id, title, decision, outcome) in &replayed.cases {
+        match outcome {
+            fixture::Outcome::Passed => ran += 1,
+            fixture::Outcome::Failed(what) => {
+                ran += 1;
+                findings.push(Found {
+                    rule: format!("fixture.{id}"),
+                    interface: false,
+                    detail: format!("{title} ({decision}): {what}"),
+                    cases: 0,
+                    seed: None,
+                    snippet: None,
+                });
+            }
+            fixture::Outcome::NotExpressible(why) => {
+                not_expressible.push(format!("{id} ({decision}): {why}"));
+            }
+        }
+    }
+    EngineReport {
+        engine: "fixture",
+        cases: ran,
+        ops: replayed.cases.len(),
+        seconds: replayed.elapsed.as_secs_f64(),
+        findings,
+        not_expressible,
+        skipped: None,
+    }
 }
 
 fn explore_report(spec: &StoreSpec, explored: &Explored) -> EngineReport {
@@ -318,10 +356,10 @@ pub fn text(report: &CheckReport) -> String {
             engine.engine,
             engine.cases,
             engine.ops,
-            if engine.engine == "restart" {
-                "kills"
-            } else {
-                "calls"
+            match engine.engine {
+                "restart" => "kills",
+                "fixture" => "in the fixture",
+                _ => "calls",
             },
             engine.seconds,
             engine.rate()

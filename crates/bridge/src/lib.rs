@@ -24,6 +24,7 @@
 pub mod check;
 pub mod driver;
 pub mod explore;
+pub mod fixture;
 pub mod model;
 pub mod ops;
 pub mod races;

@@ -20,6 +20,8 @@ pub enum Session {
     A,
     /// Session `b`.
     B,
+    /// Session `c` (a third identity, as the contract fixture's list case has).
+    C,
 }
 
 impl Session {
@@ -29,6 +31,7 @@ impl Session {
             Session::None => undefined(),
             Session::A => json!("session-a"),
             Session::B => json!("session-b"),
+            Session::C => json!("session-c"),
         }
     }
 
@@ -38,6 +41,7 @@ impl Session {
             Session::None => "none",
             Session::A => "a",
             Session::B => "b",
+            Session::C => "c",
         }
     }
 }
