@@ -179,3 +179,48 @@ fn the_command_exits_2_naming_the_module() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("no such file"));
 }
+
+#[test]
+fn the_command_writes_its_report_snippets_and_junit() {
+    let scratch = support::Scratch::new("bridge-cli-out");
+    // A store that forgets everything: every engine has something to say.
+    let path = scratch.path.join("forgetful.mjs");
+    std::fs::write(
+        &path,
+        format!("export class createStore {{\n  {METHODS}\n}}\n"),
+    )
+    .unwrap();
+    let out = scratch.path.join("out");
+    let junit = scratch.path.join("junit.xml");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tasklatch"))
+        .args([
+            "check-store",
+            "--node",
+            &path.display().to_string(),
+            "--budget",
+            "1s",
+        ])
+        .args(["--cases", "200", "--out", &out.display().to_string()])
+        .args(["--junit", &junit.display().to_string()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    for engine in ["fixture:", "explore:", "races:", "restart:"] {
+        assert!(stdout.contains(engine), "{engine} missing from\n{stdout}");
+    }
+    assert!(
+        stdout.contains("not run: the store does not claim"),
+        "{stdout}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["format"], "tasklatch.check-store/v1");
+    let snippets = std::fs::read_dir(out.join("findings")).unwrap().count();
+    assert!(snippets > 0, "no snippet written");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<testsuite name=\"explore\"") && xml.contains("<failure"),
+        "{xml}"
+    );
+}
