@@ -213,6 +213,8 @@ fn the_command_writes_its_report_snippets_and_junit() {
         stdout.contains("not run: the store does not claim"),
         "{stdout}"
     );
+    // Its list never shows a task: a create raced by a list is not listed after.
+    assert!(stdout.contains("race.create-list"), "{stdout}");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["format"], "tasklatch.check-store/v1");

@@ -27,14 +27,17 @@ pub enum Race {
     CompleteFail,
     /// Two non-terminal status writes.
     StatusStatus,
+    /// A create against a list of the same session.
+    CreateList,
 }
 
 /// Every race.
-pub const RACES: [Race; 4] = [
+pub const RACES: [Race; 5] = [
     Race::CompleteCancel,
     Race::CompleteComplete,
     Race::CompleteFail,
     Race::StatusStatus,
+    Race::CreateList,
 ];
 
 impl Race {
@@ -45,6 +48,7 @@ impl Race {
             Race::CompleteComplete => "complete-vs-complete",
             Race::CompleteFail => "complete-vs-fail",
             Race::StatusStatus => "status-vs-status",
+            Race::CreateList => "create-vs-list",
         }
     }
 
@@ -62,6 +66,13 @@ impl Race {
             Race::StatusStatus => [
                 Op::Working { task: 0, session },
                 Op::AskInput { task: 0, session },
+            ],
+            Race::CreateList => [
+                Op::Create {
+                    session,
+                    ttl_ms: None,
+                },
+                Op::ListAll { session },
             ],
         }
     }
@@ -114,7 +125,7 @@ fn race_writers(
 ) -> Result<[bool; 2], BridgeError> {
     let scripts: Vec<Vec<Call>> = writers
         .iter()
-        .map(|op| ops::calls(driver.interface, op, id, "working").unwrap_or_default())
+        .map(|op| script_of(driver.interface, op, id))
         .collect();
     let steps = scripts.iter().map(Vec::len).max().unwrap_or(0);
     let mut alive = [true, true];
@@ -180,6 +191,9 @@ fn round(
         }
     };
     let id = task["taskId"].as_str().unwrap_or_default().to_owned();
+    if race == Race::CreateList {
+        return create_vs_list(driver, session, flip, &id);
+    }
     let writers = race.writers(session);
     let won = race_writers(driver, &writers, &id, flip)?;
     let read = |op: Op| ops::calls(driver.interface, &op, &id, "working").unwrap_or_default();
@@ -201,6 +215,121 @@ fn round(
         judge(race, &writers, won, &status, payload.as_ref(), &id),
         calls,
     ))
+}
+
+/// The calls of one writer: a list is its first page.
+pub fn script_of(interface: crate::spec::Interface, op: &Op, id: &str) -> Vec<Call> {
+    match op {
+        Op::ListAll { session } => vec![ops::list_call(interface, *session, None)],
+        _ => ops::calls(interface, op, id, "working").unwrap_or_default(),
+    }
+}
+
+/// A create and a list in flight together, after task `first` was made: the list answers
+/// a page without repeats, and a list after both shows both tasks.
+fn create_vs_list(
+    driver: &mut Driver<'_>,
+    session: Session,
+    flip: bool,
+    first: &str,
+) -> Result<(Option<Violation>, usize), BridgeError> {
+    let writers = Race::CreateList.writers(session);
+    let requests: Vec<_> = writers
+        .iter()
+        .map(|op| driver.request_of(&script_of(driver.interface, op, "")[0]))
+        .collect();
+    let order: [usize; 2] = if flip { [1, 0] } else { [0, 1] };
+    let mut ids = [0; 2];
+    for writer in order {
+        ids[writer] = driver.shim.send(requests[writer].clone())?;
+    }
+    let created = driver.shim.wait(ids[0], driver.call_timeout)?;
+    let listed = driver.shim.wait(ids[1], driver.call_timeout)?;
+    let what = format!("create-vs-list after task {first}");
+    let Some(new_id) = created.returned().and_then(|task| task["taskId"].as_str()) else {
+        return Ok((
+            Some(Violation {
+                rule: "accepts.legal-write",
+                detail: format!(
+                    "{what}: the create was refused: {}",
+                    crate::model::describe(&created)
+                ),
+            }),
+            2,
+        ));
+    };
+    let page = listed
+        .returned()
+        .and_then(|value| ops::page_of(driver.interface, value));
+    let Some((tasks, _)) = page else {
+        return Ok((
+            Some(Violation {
+                rule: "race.create-list",
+                detail: format!(
+                    "{what}: the list during the create answered {}",
+                    crate::model::describe(&listed)
+                ),
+            }),
+            2,
+        ));
+    };
+    let mut seen: Vec<&str> = tasks
+        .iter()
+        .filter_map(|task| task["taskId"].as_str())
+        .collect();
+    let before = seen.len();
+    seen.sort_unstable();
+    seen.dedup();
+    if seen.len() != before {
+        return Ok((
+            Some(Violation {
+                rule: "race.create-list",
+                detail: format!("{what}: the list during the create repeated a task"),
+            }),
+            2,
+        ));
+    }
+    let shown = every_page(driver, session)?;
+    let missing: Vec<&str> = [first, new_id]
+        .into_iter()
+        .filter(|id| !shown.iter().any(|known| known == id))
+        .collect();
+    Ok((
+        (!missing.is_empty()).then(|| Violation {
+            rule: "race.create-list",
+            detail: format!("{what}: a list after both left out {missing:?}"),
+        }),
+        3,
+    ))
+}
+
+/// Every task id `session`'s list shows, page by page (64 pages at most).
+fn every_page(driver: &mut Driver<'_>, session: Session) -> Result<Vec<String>, BridgeError> {
+    let mut shown = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..64 {
+        let answer = driver.call(&ops::list_call(
+            driver.interface,
+            session,
+            cursor.as_deref(),
+        ))?;
+        let Some((tasks, next)) = answer
+            .returned()
+            .and_then(|value| ops::page_of(driver.interface, value))
+        else {
+            break;
+        };
+        shown.extend(
+            tasks
+                .iter()
+                .filter_map(|task| task["taskId"].as_str().map(str::to_owned)),
+        );
+        match next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    Ok(shown)
 }
 
 fn judge(

@@ -297,7 +297,7 @@ fn py_literal(value: &Value) -> String {
 pub fn race(spec: &StoreSpec, rule: &str, writers: &[Op; 2]) -> String {
     let scripts: Vec<Vec<ops::Call>> = writers
         .iter()
-        .map(|op| ops::calls(spec.interface, op, &placeholder(0), "working").unwrap_or_default())
+        .map(|op| crate::races::script_of(spec.interface, op, &placeholder(0)))
         .collect();
     let create = Op::Create {
         session: writers[0].session(),
