@@ -2,7 +2,7 @@
 //!
 //! One shim serves one store module: tasklatch writes one JSON request a line to its stdin
 //! and reads one JSON answer a line from its stdout, matched by `id`. A reader thread turns
-//! stdout into [`Line`]s; requests may overlap ([`Shim::send`] then [`Shim::wait`]), which
+//! stdout into lines; requests may overlap ([`Shim::send`] then [`Shim::wait`]), which
 //! is how the race engine puts many calls on one task in flight. What the store throws is
 //! an [`Answer::Thrown`]: data, judged by the engines. What breaks the bridge itself — a
 //! module that does not load, a line that is not protocol, a call that does not answer
