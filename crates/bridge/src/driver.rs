@@ -78,13 +78,13 @@ impl<'a> Driver<'a> {
         self.shim.request(request, self.call_timeout)
     }
 
-    /// Moves the store's clock by `ms`.
-    pub fn advance(&mut self, ms: u64) -> Result<(), BridgeError> {
+    /// Moves the store's clock by `ms`; the instant it shows then, in ms since the epoch.
+    pub fn advance(&mut self, ms: u64) -> Result<u64, BridgeError> {
         match self.shim.request(
             json!({ "op": "clock", "advance_ms": ms }),
             self.call_timeout,
         )? {
-            Answer::Returned(_) => Ok(()),
+            Answer::Returned(value) => Ok(value["now_ms"].as_u64().unwrap_or(0)),
             Answer::Thrown(thrown) => Err(BridgeError(format!("the clock: {}", thrown.message))),
         }
     }
@@ -93,7 +93,7 @@ impl<'a> Driver<'a> {
     pub fn run(&mut self, op: &Op, model: &mut Model) -> Result<Vec<Violation>, BridgeError> {
         match *op {
             Op::Advance { ms } => {
-                self.advance(ms)?;
+                let _ = self.advance(ms)?;
                 model.advance(ms);
                 Ok(Vec::new())
             }

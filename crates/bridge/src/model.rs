@@ -261,67 +261,11 @@ impl Model {
         }
         let target = target_status(op, &task.status).to_owned();
         let target = target.as_str();
-        let what = op_words(op);
         let refusal = answers.iter().find_map(|answer| match answer {
             Answer::Thrown(thrown) => Some(format!("{}: {}", thrown.kind, thrown.message)),
             Answer::Returned(_) => None,
         });
-        let violation = match (reach, accepted) {
-            (Some((_, true)), _) => None,
-            (Some((rule, false)), true) => Some(Violation {
-                rule: if rule == "expiry.gone-after-ttl" {
-                    "expiry.late-write-accepted"
-                } else {
-                    rule
-                },
-                detail: format!(
-                    "{what} of task {} by session {} was accepted{}",
-                    task.id,
-                    session.name(),
-                    if rule.starts_with("expiry") {
-                        " after its TTL"
-                    } else {
-                        ""
-                    }
-                ),
-            }),
-            (Some(_), false) => None,
-            (None, _) if terminal(&task.status) => accepted.then(|| Violation {
-                rule: "latch.terminal-write-accepted",
-                detail: format!(
-                    "{what} of task {}, already {}, was accepted",
-                    task.id, task.status
-                ),
-            }),
-            (None, true) if target == BOGUS_STATUS => Some(Violation {
-                rule: "status.unknown-refused",
-                detail: format!(
-                    "the status {BOGUS_STATUS:?} was accepted for task {}",
-                    task.id
-                ),
-            }),
-            (None, false) if target == BOGUS_STATUS => None,
-            (None, false) => Some(Violation {
-                rule: "accepts.legal-write",
-                detail: format!(
-                    "{what} of task {} ({}) was refused: {}",
-                    task.id,
-                    task.status,
-                    refusal.unwrap_or_default()
-                ),
-            }),
-            (None, true) if matches!(op, Op::Resume { .. }) => {
-                (task.status != "working").then(|| Violation {
-                    rule: "cas.stale-write-accepted",
-                    detail: format!(
-                        "{what} of task {} by a worker that last saw it working overwrote {} \
-                         (the interface carries no expected status or version)",
-                        task.id, task.status
-                    ),
-                })
-            }
-            (None, true) => stale(task, session, target, &what),
-        };
+        let violation = write_violation(op, task, session, reach, accepted, target, refusal);
         if accepted && reach.is_none() && !terminal(&task.status) && target != BOGUS_STATUS {
             task.status = target.to_owned();
             task.seen.insert(session, target.to_owned());
@@ -361,6 +305,76 @@ impl Model {
             return Some("isolation.list-shows-foreign-task");
         }
         (task.alive(self.now_ms) == Alive::No).then_some("expiry.gone-after-ttl")
+    }
+}
+
+/// The rule a write broke, given whether its task was in reach (`reach`, as
+/// [`Model::out_of_reach`] says) and whether every call of it was accepted.
+fn write_violation(
+    op: &Op,
+    task: &ModelTask,
+    session: Session,
+    reach: Option<(&'static str, bool)>,
+    accepted: bool,
+    target: &str,
+    refusal: Option<String>,
+) -> Option<Violation> {
+    let what = op_words(op);
+    match (reach, accepted) {
+        (Some((_, true)), _) => None,
+        (Some((rule, false)), true) => Some(Violation {
+            rule: if rule == "expiry.gone-after-ttl" {
+                "expiry.late-write-accepted"
+            } else {
+                rule
+            },
+            detail: format!(
+                "{what} of task {} by session {} was accepted{}",
+                task.id,
+                session.name(),
+                if rule.starts_with("expiry") {
+                    " after its TTL"
+                } else {
+                    ""
+                }
+            ),
+        }),
+        (Some(_), false) => None,
+        (None, _) if terminal(&task.status) => accepted.then(|| Violation {
+            rule: "latch.terminal-write-accepted",
+            detail: format!(
+                "{what} of task {}, already {}, was accepted",
+                task.id, task.status
+            ),
+        }),
+        (None, true) if target == BOGUS_STATUS => Some(Violation {
+            rule: "status.unknown-refused",
+            detail: format!(
+                "the status {BOGUS_STATUS:?} was accepted for task {}",
+                task.id
+            ),
+        }),
+        (None, false) if target == BOGUS_STATUS => None,
+        (None, false) => Some(Violation {
+            rule: "accepts.legal-write",
+            detail: format!(
+                "{what} of task {} ({}) was refused: {}",
+                task.id,
+                task.status,
+                refusal.unwrap_or_default()
+            ),
+        }),
+        (None, true) if matches!(op, Op::Resume { .. }) => {
+            (task.status != "working").then(|| Violation {
+                rule: "cas.stale-write-accepted",
+                detail: format!(
+                    "{what} of task {} by a worker that last saw it working overwrote {} \
+                     (the interface carries no expected status or version)",
+                    task.id, task.status
+                ),
+            })
+        }
+        (None, true) => stale(task, session, target, &what),
     }
 }
 

@@ -66,29 +66,36 @@ fn kills_of(seed: u64, length: usize) -> Vec<Kill> {
     kills
 }
 
-/// Starts the shim again and reopens the store on `dir`, its clock where the model's is.
+/// Starts the shim again and reopens the store on `dir`, its clock put back to `clock_ms`,
+/// the instant the killed shim's clock showed (a new shim's starts at its epoch again; the
+/// store's data remembers the later instants its tasks were made at).
 fn restart_store<'a>(
     shim: &'a mut Shim,
     spec: &StoreSpec,
     dir: &Path,
-    now_ms: u64,
+    clock_ms: Option<u64>,
     call_timeout: Duration,
 ) -> Result<Driver<'a>, BridgeError> {
     shim.kill();
     *shim = Shim::start(spec)?;
     let mut driver = Driver::open(shim, dir, call_timeout)?;
-    if now_ms > 0 && driver.shim.hello.fake_clock {
-        driver.advance(now_ms)?;
+    if let Some(clock_ms) = clock_ms {
+        let started_ms = driver.advance(0)?;
+        driver.advance(clock_ms.saturating_sub(started_ms))?;
     }
     Ok(driver)
 }
 
-/// After a restart: every task the model knows, read by its owner. `pending` is the task a
-/// write was in flight on, and the status that write asked for.
+/// The write in flight at a kill: its task, the status it asked for, and the result a
+/// completion stores with it.
+type Pending = (usize, String, Option<serde_json::Value>);
+
+/// After a restart: every task the model knows, read by its owner. `pending` is the write
+/// that was in flight at the kill, which may have landed whole or not at all.
 fn verify(
     driver: &mut Driver<'_>,
     model: &mut Model,
-    pending: Option<(usize, String)>,
+    pending: Option<Pending>,
 ) -> Result<Option<Violation>, BridgeError> {
     for index in 0..model.tasks.len() {
         let (id, owner, status, alive) = {
@@ -113,10 +120,8 @@ fn verify(
             }
             _ => None,
         };
-        let asked = pending
-            .as_ref()
-            .filter(|(task, _)| *task == index)
-            .map(|(_, asked)| asked.clone());
+        let landed = pending.as_ref().filter(|(task, _, _)| *task == index);
+        let asked = landed.map(|(_, asked, _)| asked.clone());
         match shown {
             None => {
                 return Ok(Some(Violation {
@@ -129,8 +134,11 @@ fn verify(
             }
             Some(shown) if shown == status => {}
             Some(shown) if asked.as_deref() == Some(shown.as_str()) => {
-                // The write in flight landed: the model takes it.
+                // The write in flight landed: the model takes it, and its result.
                 model.tasks[index].status = shown;
+                if let Some((_, _, Some(result))) = landed {
+                    model.tasks[index].result = Some(result.clone());
+                }
             }
             Some(shown) => {
                 return Ok(Some(Violation {
@@ -199,13 +207,21 @@ fn run_case(
                 if calls.len() == 1 {
                     let request = driver.request_of(&calls[0]);
                     driver.shim.send(request)?;
-                    pending = Some((task, asked));
+                    let result = match op {
+                        Op::Complete { payload, .. } => Some(ops::payload(*payload)),
+                        _ => None,
+                    };
+                    pending = Some((task, asked, result));
                 }
             }
         }
-        let now_ms = model.now_ms;
+        let clock_ms = if driver.shim.hello.fake_clock {
+            Some(driver.advance(0)?)
+        } else {
+            None
+        };
         made += 1;
-        driver = restart_store(driver.shim, spec, dir, now_ms, call_timeout)?;
+        driver = restart_store(driver.shim, spec, dir, clock_ms, call_timeout)?;
         if let Some(violation) = verify(&mut driver, &mut model, pending.clone())? {
             driver.close()?;
             return Ok((Some(violation), made));

@@ -498,6 +498,61 @@ async fn probe_era(
     Ok(())
 }
 
+/// Opens `era` as the first identity if the server offers it: `None` (with the reason in
+/// `report.skipped`) for an era `--era auto` skips; `Err` for a forced era the server
+/// cannot open or does not advertise at all (every check would only report that).
+async fn open_offered(
+    era: Era,
+    first: &Arc<Connection>,
+    config: &Config,
+    connections: &Connections,
+    report: &mut Report,
+) -> Result<Option<Opened>, Unreachable> {
+    // Each era is opened once: a second `initialize` on one session is refused.
+    let opened = match open(era, first.clone(), config).await {
+        Ok(opened) => opened,
+        Err(reason) if config.era == EraChoice::Auto => {
+            report.skipped.push(reason);
+            return Ok(None);
+        }
+        Err(reason) => {
+            return Err(Unreachable(format!("{reason}{}", stderr_of(connections))));
+        }
+    };
+    let declared = match era {
+        Era::Core2025 => opened.facts.capabilities.get("tasks").is_some(),
+        Era::Extension2026 => opened.facts.tool_tasks(),
+    };
+    if !declared && config.era == EraChoice::Auto {
+        report.skipped.push(format!(
+            "{}: the server does not advertise tasks in this era",
+            era_name(era)
+        ));
+        return Ok(None);
+    }
+    // Forced, a malformed declaration (`true` for an object) is still an offer: its shape
+    // is a finding of its own.
+    let mentioned = match era {
+        Era::Core2025 => declared,
+        Era::Extension2026 => {
+            !opened.facts.capabilities["extensions"][peer::TASKS_EXTENSION].is_null()
+        }
+    };
+    if !mentioned {
+        if let Some(owned) = &connections.owned {
+            owned.stop().await;
+        }
+        return Err(Unreachable(format!(
+            "--era {} was forced, but the server does not advertise tasks in that era \
+             (2025-11-25: `capabilities.tasks` in `initialize`; 2026-07-28: the tasks \
+             extension in `server/discover`); drop --era to probe what it offers{}",
+            era_name(era),
+            stderr_of(connections)
+        )));
+    }
+    Ok(Some(opened))
+}
+
 /// Runs the probe. `Err` is a target that cannot be reached or initialized (exit 2).
 pub async fn run(config: &Config) -> Result<Report, Unreachable> {
     let clock = Clock::start();
@@ -522,49 +577,10 @@ pub async fn run(config: &Config) -> Result<Report, Unreachable> {
         notes: Vec::new(),
     };
     for era in candidates {
-        // Each era is opened once: a second `initialize` on one session is refused.
-        let opened = match open(era, first.clone(), config).await {
-            Ok(opened) => opened,
-            Err(reason) if config.era == EraChoice::Auto => {
-                report.skipped.push(reason);
-                continue;
-            }
-            Err(reason) => {
-                return Err(Unreachable(format!("{reason}{}", stderr_of(&connections))));
-            }
-        };
-        let declared = match era {
-            Era::Core2025 => opened.facts.capabilities.get("tasks").is_some(),
-            Era::Extension2026 => opened.facts.tool_tasks(),
-        };
-        if !declared && config.era == EraChoice::Auto {
-            report.skipped.push(format!(
-                "{}: the server does not advertise tasks in this era",
-                era_name(era)
-            ));
+        let Some(opened) = open_offered(era, &first, config, &connections, &mut report).await?
+        else {
             continue;
-        }
-        // Forced, a malformed declaration (`true` for an object) is still an offer: its
-        // shape is a finding of its own.
-        let mentioned = match era {
-            Era::Core2025 => declared,
-            Era::Extension2026 => {
-                !opened.facts.capabilities["extensions"][peer::TASKS_EXTENSION].is_null()
-            }
         };
-        if !mentioned {
-            // A forced era the server does not offer: every check would only report that.
-            if let Some(owned) = &connections.owned {
-                owned.stop().await;
-            }
-            return Err(Unreachable(format!(
-                "--era {} was forced, but the server does not advertise tasks in that era \
-                 (2025-11-25: `capabilities.tasks` in `initialize`; 2026-07-28: the tasks \
-                 extension in `server/discover`); drop --era to probe what it offers{}",
-                era_name(era),
-                stderr_of(&connections)
-            )));
-        }
         if report.eras.is_empty()
             && let Some(note) = token_unchecked(&config.target, era, config, clock).await
         {
