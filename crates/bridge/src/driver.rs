@@ -129,7 +129,7 @@ impl<'a> Driver<'a> {
     }
 
     fn run_on_task(&mut self, op: &Op, model: &mut Model) -> Result<Vec<Violation>, BridgeError> {
-        let index = task_of(op).expect("every other op names a task");
+        let index = op.task().expect("every other op names a task");
         let (id, status) = {
             let task = &model.tasks[index];
             (task.id.clone(), task.status.clone())
@@ -195,8 +195,13 @@ impl<'a> Driver<'a> {
         })
     }
 
-    fn list_all(&mut self, session: Session, model: &Model) -> Result<Vec<Violation>, BridgeError> {
-        let mut listed: Vec<String> = Vec::new();
+    /// Every task id `session`'s list shows, page by page (`PAGES_MAX` pages at most), in
+    /// order and with any repeats; and the answer that was not a page, if one was not.
+    pub fn list_pages(
+        &mut self,
+        session: Session,
+    ) -> Result<(Vec<String>, Option<Answer>), BridgeError> {
+        let mut listed = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..PAGES_MAX {
             let answer = self.call(&ops::list_call(self.interface, session, cursor.as_deref()))?;
@@ -204,34 +209,47 @@ impl<'a> Driver<'a> {
                 .returned()
                 .and_then(|value| ops::page_of(self.interface, value));
             let Some((tasks, next)) = page else {
-                if let Some(task) = model.tasks.iter().find(|task| task.unknown_status_tried) {
-                    return Ok(vec![Violation {
-                        rule: "status.unknown-refused",
-                        detail: format!(
-                            "{}; every list fails too",
-                            crate::model::poisoned(task, &answer)
-                        ),
-                    }]);
-                }
-                return Ok(vec![Violation {
-                    rule: "list.cursor-pages",
-                    detail: format!("a list page was not a page: {answer:?}"),
-                }]);
+                return Ok((listed, Some(answer)));
             };
-            for task in tasks {
-                let id = task["taskId"].as_str().unwrap_or("").to_owned();
-                if listed.contains(&id) {
-                    return Ok(vec![Violation {
-                        rule: "list.cursor-pages",
-                        detail: format!("task {id} was listed twice across the pages"),
-                    }]);
-                }
-                listed.push(id);
-            }
+            listed.extend(
+                tasks
+                    .iter()
+                    .map(|task| task["taskId"].as_str().unwrap_or("").to_owned()),
+            );
             match next {
                 Some(next) => cursor = Some(next),
                 None => break,
             }
+        }
+        Ok((listed, None))
+    }
+
+    fn list_all(&mut self, session: Session, model: &Model) -> Result<Vec<Violation>, BridgeError> {
+        let (listed, failed) = self.list_pages(session)?;
+        if let Some(answer) = failed {
+            if let Some(task) = model.tasks.iter().find(|task| task.unknown_status_tried) {
+                return Ok(vec![Violation {
+                    rule: "status.unknown-refused",
+                    detail: format!(
+                        "{}; every list fails too",
+                        crate::model::poisoned(task, &answer)
+                    ),
+                }]);
+            }
+            return Ok(vec![Violation {
+                rule: "list.cursor-pages",
+                detail: format!("a list page was not a page: {answer:?}"),
+            }]);
+        }
+        if let Some((_, id)) = listed
+            .iter()
+            .enumerate()
+            .find(|(at, id)| listed[..*at].contains(id))
+        {
+            return Ok(vec![Violation {
+                rule: "list.cursor-pages",
+                detail: format!("task {id} was listed twice across the pages"),
+            }]);
         }
         let (sure, edge) = model.listable(session);
         let mut violations = Vec::new();
@@ -264,9 +282,4 @@ impl<'a> Driver<'a> {
         }
         Ok(violations)
     }
-}
-
-/// The task an op names, if it names one.
-pub fn task_of(op: &Op) -> Option<usize> {
-    op.task()
 }

@@ -3,7 +3,7 @@
 //! shortest sequence that still breaks it (ops removed one at a time, a create with every
 //! op on its task), and kept with a runnable snippet in the store's language.
 
-use crate::driver::{Driver, task_of};
+use crate::driver::Driver;
 use crate::model::{Model, Violation};
 use crate::ops::{Op, Session, has_sessions};
 use crate::shim::{BridgeError, Shim};
@@ -187,7 +187,7 @@ pub fn without(ops: &[Op], at: usize) -> Vec<Op> {
         .count();
     ops.iter()
         .enumerate()
-        .filter(|(index, op)| *index != at && task_of(op) != Some(removed))
+        .filter(|(index, op)| *index != at && op.task() != Some(removed))
         .map(|(_, op)| renumbered(op, removed))
         .collect()
 }

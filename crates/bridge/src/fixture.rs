@@ -403,28 +403,12 @@ fn list(
     caller: Session,
     now_ms: u64,
 ) -> Result<Outcome, BridgeError> {
-    let mut listed: Vec<String> = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..16 {
-        let answer = driver.call(&ops::list_call(driver.interface, caller, cursor.as_deref()))?;
-        let Some((tasks, next)) = answer
-            .returned()
-            .and_then(|value| ops::page_of(driver.interface, value))
-        else {
-            return Ok(Outcome::Failed(format!(
-                "the list answered {}",
-                crate::model::describe(&answer)
-            )));
-        };
-        listed.extend(
-            tasks
-                .iter()
-                .filter_map(|task| task["taskId"].as_str().map(str::to_owned)),
-        );
-        match next {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
+    let (listed, failed) = driver.list_pages(caller)?;
+    if let Some(answer) = failed {
+        return Ok(Outcome::Failed(format!(
+            "the list answered {}",
+            crate::model::describe(&answer)
+        )));
     }
     let expected: Vec<&Made> = made
         .iter()

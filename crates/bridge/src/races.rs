@@ -289,7 +289,7 @@ fn create_vs_list(
             2,
         ));
     }
-    let shown = every_page(driver, session)?;
+    let (shown, _) = driver.list_pages(session)?;
     let missing: Vec<&str> = [first, new_id]
         .into_iter()
         .filter(|id| !shown.iter().any(|known| known == id))
@@ -301,35 +301,6 @@ fn create_vs_list(
         }),
         3,
     ))
-}
-
-/// Every task id `session`'s list shows, page by page (64 pages at most).
-fn every_page(driver: &mut Driver<'_>, session: Session) -> Result<Vec<String>, BridgeError> {
-    let mut shown = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..64 {
-        let answer = driver.call(&ops::list_call(
-            driver.interface,
-            session,
-            cursor.as_deref(),
-        ))?;
-        let Some((tasks, next)) = answer
-            .returned()
-            .and_then(|value| ops::page_of(driver.interface, value))
-        else {
-            break;
-        };
-        shown.extend(
-            tasks
-                .iter()
-                .filter_map(|task| task["taskId"].as_str().map(str::to_owned)),
-        );
-        match next {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
-    Ok(shown)
 }
 
 fn judge(

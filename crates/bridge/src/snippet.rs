@@ -42,7 +42,7 @@ fn statements(interface: Interface, ops: &[Op]) -> Vec<Statement> {
                 created += 1;
             }
             _ => {
-                let task = crate::driver::task_of(op).unwrap_or(0);
+                let task = op.task().unwrap_or(0);
                 let status = last_status(ops, op);
                 for call in
                     ops::calls(interface, op, &placeholder(task), &status).unwrap_or_default()
@@ -324,6 +324,15 @@ fn aligned<T: Clone>(scripts: &[Vec<T>]) -> (usize, Vec<Vec<Option<T>>>) {
     (steps, rows)
 }
 
+/// A race snippet's opening comment, in the language's `comment` syntax.
+fn race_intro(comment: &str, rule: &str, run: &str) -> String {
+    format!(
+        "{comment} tasklatch check-store: a race that breaks {rule}; run: {run}\n\
+         {comment} Each round runs the writers' calls step by step, each step's calls started\n\
+         {comment} together (the first writer first on even rounds, the second on odd ones).\n"
+    )
+}
+
 fn node_race(
     spec: &StoreSpec,
     rule: &str,
@@ -331,18 +340,7 @@ fn node_race(
     scripts: &[Vec<ops::Call>],
 ) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "// tasklatch check-store: a race that breaks {rule}; run: node snippet.mjs"
-    );
-    let _ = writeln!(
-        out,
-        "// Each round runs the writers' calls step by step, each step's calls started"
-    );
-    let _ = writeln!(
-        out,
-        "// together (the first writer first on even rounds, the second on odd ones)."
-    );
+    out.push_str(&race_intro("//", rule, "node snippet.mjs"));
     out.push_str(&node_header(spec));
     let (steps, rows) = aligned(scripts);
     let _ = writeln!(out, "for (let round = 0; round < 200; round++) {{");
@@ -407,18 +405,7 @@ fn python_race(
     scripts: &[Vec<ops::Call>],
 ) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# tasklatch check-store: a race that breaks {rule}; run: python snippet.py"
-    );
-    let _ = writeln!(
-        out,
-        "# Each round runs the writers' calls step by step, each step's calls started"
-    );
-    let _ = writeln!(
-        out,
-        "# together (the first writer first on even rounds, the second on odd ones)."
-    );
+    out.push_str(&race_intro("#", rule, "python snippet.py"));
     out.push_str(&python_header(spec));
     let (steps, rows) = aligned(scripts);
     let _ = writeln!(

@@ -97,12 +97,7 @@ async fn time_one(context: &Context<'_>, args: Option<&Value>, wait_ms: u64) -> 
         .iter()
         .find(|known| known.name == tool)?
         .input_schema;
-    let mut arguments = super::peer::sample_arguments(schema);
-    if let (Value::Object(sampled), Some(Value::Object(given))) = (&mut arguments, args) {
-        for (name, value) in given {
-            sampled.insert(name.clone(), value.clone());
-        }
-    }
+    let arguments = super::shapes::overlay(schema, args);
     let peer = &context.opened.peer;
     let create = peer.create(&tool, &arguments, None).await;
     let view = peer.created(&create)?;

@@ -98,7 +98,7 @@ fn arguments_for(context: &Context<'_>, schema: &Value) -> Value {
 }
 
 /// Arguments sampled from `schema` with `given` laid over them.
-fn overlay(schema: &Value, given: Option<&Value>) -> Value {
+pub(super) fn overlay(schema: &Value, given: Option<&Value>) -> Value {
     let mut arguments = peer::sample_arguments(schema);
     if let (Value::Object(sampled), Some(Value::Object(given))) = (&mut arguments, given) {
         for (name, value) in given {
