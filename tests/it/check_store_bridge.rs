@@ -12,7 +12,7 @@ use tasklatch::bridge::{Answer, BridgeError, Shim, StoreSpec};
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A Node store module with `body` as the class's methods, at `dir/name`.
+/// The Node store module `text`, written at `dir/name`.
 fn node_store(dir: &Path, name: &str, text: &str) -> StoreSpec {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
@@ -26,6 +26,15 @@ const METHODS: &str = "async createTask() { return { taskId: 't1', status: 'work
   async getTaskResult() { return {}; }
   async updateTaskStatus() {}
   async listTasks() { return { tasks: [] }; }";
+
+/// The minimal store with its method `plain` replaced by `instead`.
+fn store_with(plain: &str, instead: &str) -> String {
+    assert!(METHODS.contains(plain), "{plain}");
+    format!(
+        "export class createStore {{\n  {}\n}}\n",
+        METHODS.replace(plain, instead)
+    )
+}
 
 fn start_error(spec: &StoreSpec) -> String {
     match Shim::start(spec) {
@@ -96,9 +105,9 @@ fn a_factory_that_throws_or_makes_half_a_store_is_named() {
 #[test]
 fn a_store_that_prints_on_stdout_is_refused() {
     let scratch = support::Scratch::new("bridge-prints");
-    let text = format!(
-        "export class createStore {{\n  {}\n  async getTaskResult() {{ process.stdout.write('debug: hello\\n'); return {{}}; }}\n}}\n",
-        METHODS.replace("async getTaskResult() { return {}; }", "")
+    let text = store_with(
+        "async getTaskResult() { return {}; }",
+        "async getTaskResult() { process.stdout.write('debug: hello\\n'); return {}; }",
     );
     let spec = node_store(&scratch.path, "prints.mjs", &text);
     let mut shim = Shim::start(&spec).unwrap();
@@ -116,9 +125,9 @@ fn a_store_that_prints_on_stdout_is_refused() {
 #[test]
 fn a_store_that_hangs_times_out_and_nothing_is_left_running() {
     let scratch = support::Scratch::new("bridge-hangs");
-    let text = format!(
-        "export class createStore {{\n  {}\n  async getTask() {{ return new Promise(() => {{}}); }}\n}}\n",
-        METHODS.replace("async getTask() { return null; }", "")
+    let text = store_with(
+        "async getTask() { return null; }",
+        "async getTask() { return new Promise(() => {}); }",
     );
     let spec = node_store(&scratch.path, "hangs.mjs", &text);
     let mut shim = Shim::start(&spec).unwrap();
