@@ -35,6 +35,11 @@ enum Command {
     /// write each failure's artifacts, minimise its fault schedule. Exit 1 on any failure.
     #[cfg(all(feature = "sim", madsim))]
     Hunt(cmd::hunt::HuntArgs),
+    /// Add up the tallies of a sharded hunt (`hunt --tally FILE` per shard): runs per
+    /// scenario per shard and the total, against a goal. Exit 1 on a failing run, 2 on a
+    /// tally that cannot be read.
+    #[cfg(all(feature = "sim", madsim))]
+    HuntTotal(cmd::hunt::TotalArgs),
     /// Run every engine against every named mutant and print the kill matrix (needs
     /// `--features mutants`). Exit 1 when an engine misses a mutant it must kill or fails
     /// without one.
@@ -89,6 +94,8 @@ fn main() -> ExitCode {
         Command::Repro(args) => cmd::sim::repro(args),
         #[cfg(all(feature = "sim", madsim))]
         Command::Hunt(args) => cmd::hunt::hunt(args),
+        #[cfg(all(feature = "sim", madsim))]
+        Command::HuntTotal(args) => cmd::hunt::total(args),
         #[cfg(feature = "mutants")]
         Command::Mutants(args) => cmd::mutants::run(args),
         Command::Bench { what } => cmd::bench::run(what),

@@ -147,3 +147,33 @@ fn the_swimlane_has_a_lane_per_node_and_escapes_its_text() {
         assert!(svg.contains("no violation"), "{name}");
     }
 }
+
+#[test]
+fn shard_tallies_add_up_to_the_whole_hunts_runs() {
+    use tasklatch::hunt::tally::{Tally, Total};
+    use tasklatch::hunt::{HuntConfig, Shard, hunt};
+    let scenarios = vec![
+        Scenario::by_name("baseline").expect("baseline"),
+        Scenario::by_name("tenant-mix").expect("tenant-mix"),
+    ];
+    let folder = scratch("tallies");
+    let mut paths = Vec::new();
+    for index in 0..2 {
+        let mut config = HuntConfig::memory(scenarios.clone(), 3);
+        config.shard = Shard { index, count: 2 };
+        let report = hunt(&config, &mut |_| {});
+        let path = folder.join(format!("shard-{index}.json"));
+        let json = serde_json::to_string(&Tally::of(&report, &config)).expect("serialises");
+        std::fs::write(&path, json).expect("written");
+        paths.push(path);
+    }
+    let tallies = paths
+        .iter()
+        .map(|p| Tally::read(p))
+        .collect::<Result<Vec<_>, _>>();
+    let total = Total::of(tallies.expect("tallies read back")).expect("one seed space");
+    assert_eq!(total.runs, 12, "3 seeds x 2 scenarios x 2 shards");
+    assert_eq!(total.scenarios["baseline"].runs, 6);
+    assert_eq!(total.failing, 0);
+    assert!(total.markdown(Some(12)).contains("goal 12 reached"));
+}

@@ -40,6 +40,9 @@ pub struct HuntArgs {
     /// Also write a JUnit XML report here.
     #[arg(long)]
     junit: Option<PathBuf>,
+    /// Also write the runs per scenario here, as JSON, for `hunt-total` to add up.
+    #[arg(long)]
+    tally: Option<PathBuf>,
     /// Skip minimising failures.
     #[arg(long)]
     no_minimise: bool,
@@ -152,10 +155,27 @@ pub fn hunt(args: HuntArgs) -> ExitCode {
         Ok(finished) => finished,
         Err(error) => return bad(error),
     };
+    report(&finished, &config, &keep, args.tally.as_deref())
+}
+
+/// The hunt's warnings and summary, its tally written if asked, and its exit code.
+fn report(
+    finished: &hunt::Finished,
+    config: &HuntConfig,
+    keep: &Keep,
+    tally: Option<&std::path::Path>,
+) -> ExitCode {
     for warning in &finished.warnings {
         eprintln!("warning: {warning}");
     }
-    print!("{}", finished.summary(&config, &keep));
+    print!("{}", finished.summary(config, keep));
+    if let Some(path) = tally {
+        let tally = hunt::tally::Tally::of(&finished.report, config);
+        let json = serde_json::to_string_pretty(&tally).expect("a tally serialises");
+        if let Err(error) = tasklatch::report::write_whole(path, &json) {
+            return bad(format_args!("--tally {error}"));
+        }
+    }
     if finished.report.failing() == 0 {
         ExitCode::SUCCESS
     } else {
@@ -202,5 +222,34 @@ fn progress_display(config: &HuntConfig) -> impl FnMut(&Progress) + use<> {
             eprintln!("{:>6.0} s  {message}", progress.elapsed.as_secs_f64());
             logged_at = std::time::Instant::now();
         }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct TotalArgs {
+    /// The shards' tally files (`hunt --tally FILE`).
+    #[arg(required = true)]
+    tallies: Vec<PathBuf>,
+    /// The night's goal in runs; the last line says whether it was reached.
+    #[arg(long)]
+    goal: Option<u64>,
+}
+
+/// `tasklatch hunt-total`: the shards' tallies added up, as a Markdown table.
+pub fn total(args: TotalArgs) -> ExitCode {
+    let tallies: Result<Vec<_>, String> = args
+        .tallies
+        .iter()
+        .map(|path| hunt::tally::Tally::read(path))
+        .collect();
+    let total = match tallies.and_then(hunt::tally::Total::of) {
+        Ok(total) => total,
+        Err(error) => return bad(error),
+    };
+    print!("{}", total.markdown(args.goal));
+    if total.failing == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_MISMATCH)
     }
 }

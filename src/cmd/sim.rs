@@ -23,6 +23,10 @@ pub struct SimArgs {
     /// The store under test, fresh per seed: `memory:` or `sqlite:DIR`.
     #[arg(long, default_value = "memory:")]
     store: String,
+    /// Print every seed's trace hash (`seed N trace HASH`), to compare two builds run for
+    /// run. Off by default: hashing every event is a seventh of a seed.
+    #[arg(long)]
+    hashes: bool,
 }
 
 #[derive(clap::Args)]
@@ -44,6 +48,7 @@ pub fn run(args: SimArgs) -> ExitCode {
         kill_at,
         arrival,
         store,
+        hashes,
     } = args;
     let (name, seeds, kill_at, store) = (
         name.as_str(),
@@ -84,10 +89,16 @@ pub fn run(args: SimArgs) -> ExitCode {
     let mut marks = std::collections::BTreeMap::<String, u64>::new();
     for seed in first..end {
         let mut sim = Sim::new(&scenario).store(store.as_ref());
+        if !hashes {
+            sim = sim.without_passing_hashes();
+        }
         if let Some(sweep) = sweep {
             sim = sim.sweep(sweep);
         }
         let outcome = sim.run(seed);
+        if hashes {
+            println!("seed {seed} trace {}", outcome.trace_hash);
+        }
         for (mark, count) in &outcome.marks {
             *marks.entry(mark.clone()).or_default() += count;
         }

@@ -10,10 +10,12 @@
 //! Each seed is one deterministic simulation ([`crate::sim::Sim`]); the hunt's own
 //! threads, clock and channel only schedule them, outside any simulation.
 //! [`artifact`] writes what a failure leaves behind, [`swimlane`] draws it, and
-//! [`crate::sim::shrink`] minimises its fault schedule.
+//! [`crate::sim::shrink`] minimises its fault schedule; [`tally`] counts a shard's runs
+//! in a file and adds shards up.
 
 pub mod artifact;
 pub mod swimlane;
+pub mod tally;
 
 use crate::sim::{KNOWN_MARKS, Scenario, Sim, SimOutcome};
 use crate::store::{MemoryFactory, StoreFactory};
