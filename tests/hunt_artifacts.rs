@@ -177,3 +177,51 @@ fn shard_tallies_add_up_to_the_whole_hunts_runs() {
     assert_eq!(total.failing, 0);
     assert!(total.markdown(Some(12)).contains("goal 12 reached"));
 }
+
+#[test]
+fn the_cli_writes_a_tally_into_a_new_folder_and_adds_it_up() {
+    use std::process::Command;
+    let folder = scratch("tally-cli");
+    let tally = folder.join("not/yet/there/shard-0.json");
+    let binary = env!("CARGO_BIN_EXE_tasklatch");
+    let hunted = Command::new(binary)
+        .args([
+            "hunt",
+            "--seeds",
+            "2",
+            "--scenario",
+            "baseline",
+            "--from",
+            "1",
+            "--jobs",
+            "1",
+        ])
+        .arg("--out")
+        .arg(folder.join("out"))
+        .arg("--tally")
+        .arg(&tally)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the binary runs");
+    assert!(hunted.status.success(), "{hunted:?}");
+    let total = Command::new(binary)
+        .args(["hunt-total", "--goal", "2"])
+        .arg(&tally)
+        .output()
+        .expect("the binary runs");
+    let table = String::from_utf8_lossy(&total.stdout);
+    assert!(total.status.success(), "{total:?}");
+    assert!(table.contains("| baseline | 2 | 2 | 0 |"), "{table}");
+    assert!(table.contains("goal 2 reached"), "{table}");
+    let broken = folder.join("broken.json");
+    std::fs::write(&broken, "{\"schema\": ").expect("written");
+    let refused = Command::new(binary)
+        .args(["hunt-total"])
+        .arg(&tally)
+        .arg(&broken)
+        .output()
+        .expect("the binary runs");
+    let error = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{error}");
+    assert!(error.contains("broken.json"), "{error}");
+}
