@@ -172,12 +172,7 @@ fn report(
     if let Some(path) = tally {
         let tally = hunt::tally::Tally::of(&finished.report, config);
         let json = serde_json::to_string_pretty(&tally).expect("a tally serialises");
-        let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
-        let written = folder
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .map_err(|error| format!("{}: {error}", path.display()))
-            .and_then(|()| tasklatch::report::write_whole(path, &json));
-        if let Err(error) = written {
+        if let Err(error) = tasklatch::report::write_whole_creating(path, &json) {
             return bad(format_args!("--tally {error}"));
         }
     }

@@ -16,6 +16,16 @@ pub fn write_whole(path: &Path, text: &str) -> Result<(), String> {
         .map_err(|error| format!("{}: cannot write: {error}", path.display()))
 }
 
+/// [`write_whole`] into a folder that may not exist yet: its folders are made first (a
+/// report path a workflow names, such as `tally/shard-0.json`).
+pub fn write_whole_creating(path: &Path, text: &str) -> Result<(), String> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|error| format!("{}: {error}", parent.display()))?;
+    }
+    write_whole(path, text)
+}
+
 /// The commit a report names: `git rev-parse HEAD` (with `-dirty` when tracked files
 /// changed), else `GITHUB_SHA`, else `unknown`.
 ///

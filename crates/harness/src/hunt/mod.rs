@@ -340,11 +340,7 @@ pub fn hunt_and_keep(
         )?);
     }
     if let Some(path) = &keep.junit {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|error| format!("{}: {error}", parent.display()))?;
-        }
-        crate::report::write_whole(path, &artifact::junit(&report, &written))?;
+        crate::report::write_whole_creating(path, &artifact::junit(&report, &written))?;
     }
     Ok(Finished {
         report,

@@ -75,10 +75,8 @@ impl Tally {
     /// Reads and checks one tally file; the error names the file and what is wrong.
     pub fn read(path: &Path) -> Result<Tally, String> {
         let text = std::fs::read_to_string(path)
-            .map_err(|error| format!("{}: {error}", path.display()))?;
-        let mut reader = serde_json::Deserializer::from_str(&text);
-        let tally: Tally = serde_path_to_error::deserialize(&mut reader)
-            .map_err(|error| format!("{}: {error}", path.display()))?;
+            .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
+        let tally: Tally = crate::load::from_json_at(path, &text)?;
         if tally.schema != TALLY_SCHEMA {
             return Err(format!(
                 "{}: schema {:?}, expected {TALLY_SCHEMA:?}",
