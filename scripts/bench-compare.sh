@@ -16,6 +16,10 @@
 #   tasklatch-sqlite-2026  the first, spoken to in 2026-07-28
 #   rmcp               rmcp 3.11.0's in-memory TaskManager (examples/rmcp_task_server.rs),
 #                      2026-07-28 only
+# With TASKLATCH_BENCH_BEFORE=PATH (a `tasklatch` binary built at an earlier commit, with
+# the postgres feature) two more targets run beside them in the same rounds, for a
+# before/after measured side by side: tasklatch-sqlite-before (its own SQLite file) and
+# tasklatch-pg-before (its own database in the same PostgreSQL cluster).
 # tasklatch runs TASKLATCH_BENCH_WORKERS workers (default 4, as `serve`; 16 measured fewer
 # creates/s: more workers write more, beside the admissions). The CPU of tasklatch-pg counts the
 # PostgreSQL backends too. Everything started here is
@@ -85,6 +89,25 @@ pg_pid=$(start tasklatch-pg "$tasklatch" serve --http "127.0.0.1:$(free_port)" \
 pg_url=$(grep -o 'http://[^ ]*/mcp' "$scratch/tasklatch-pg.out" | head -1)
 sqlite_url=$(grep -o 'http://[^ ]*/mcp' "$scratch/tasklatch-sqlite.out" | head -1)
 
+before_targets=""
+if [ -n "${TASKLATCH_BENCH_BEFORE:-}" ]; then
+  before_sqlite_pid=$(start tasklatch-sqlite-before "$TASKLATCH_BENCH_BEFORE" serve \
+    --http "127.0.0.1:$(free_port)" --tokens "$scratch/tokens.json" \
+    --store "sqlite:$scratch/tasks-before.db" --exports "$scratch/exports-sqlite-before" "${lifted[@]}")
+  "${as_postgres[@]}" "$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres before
+  before_pg_pid=$(start tasklatch-pg-before "$TASKLATCH_BENCH_BEFORE" serve \
+    --http "127.0.0.1:$(free_port)" --tokens "$scratch/tokens.json" \
+    --store "postgres://postgres@127.0.0.1:$pg_port/before" \
+    --exports "$scratch/exports-pg-before" "${lifted[@]}")
+  before_sqlite_url=$(grep -o 'http://[^ ]*/mcp' "$scratch/tasklatch-sqlite-before.out" | head -1)
+  before_pg_url=$(grep -o 'http://[^ ]*/mcp' "$scratch/tasklatch-pg-before.out" | head -1)
+  before_targets=",
+    { \"name\": \"tasklatch-sqlite-before\", \"url\": \"$before_sqlite_url\", \"era\": \"2025-11-25\",
+      \"pids\": [$before_sqlite_pid], TOKENS, COMPUTE },
+    { \"name\": \"tasklatch-pg-before\", \"url\": \"$before_pg_url\", \"era\": \"2025-11-25\",
+      \"pids\": [$before_pg_pid, $postmaster], TOKENS, COMPUTE }"
+fi
+
 ts_port=$(free_port)
 ts_pid=$(start ts-reference node tests/interop/ts/reference-server.mjs --port "$ts_port" --quiet)
 
@@ -94,6 +117,8 @@ rmcp_url=$(grep -o 'http://[^ ]*/mcp' "$scratch/rmcp.out" | head -1)
 export_args='"tool": "export", "args": {"name": "bench", "delay_ms": 0}, "long_args": {"name": "bench", "delay_ms": 600000}'
 compute_args='"tool": "slow_compute", "args": {"seconds": 0}, "long_args": {"seconds": 120}'
 tokens='"tokens": ["bench-token-0001", "bench-token-0002"]'
+before_targets=${before_targets//TOKENS/$tokens}
+before_targets=${before_targets//COMPUTE/$compute_args}
 cat >"$scratch/targets.json" <<JSON
 { "reference": "ts-reference",
   "targets": [
@@ -106,6 +131,6 @@ cat >"$scratch/targets.json" <<JSON
     { "name": "tasklatch-sqlite-2026", "url": "$sqlite_url", "era": "2026-07-28",
       "pids": [$sqlite_pid], $tokens, $compute_args },
     { "name": "rmcp", "url": "$rmcp_url", "era": "2026-07-28", "pids": [$rmcp_pid],
-      $compute_args } ] }
+      $compute_args }$before_targets ] }
 JSON
 "$tasklatch" bench http --targets "$scratch/targets.json" "$@"

