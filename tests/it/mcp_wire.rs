@@ -184,6 +184,32 @@ async fn initialize_and_tools_list_show_task_support(server: &Server, a: &Sessio
     );
 }
 
+/// A task id is 44 lowercase hex digits: the creation time's 48 low bits of ms (so ids
+/// come in key order), then 128 random bits.
+fn assert_id_is_time_then_random(task_id: &str) {
+    assert_eq!(
+        task_id.len(),
+        44,
+        "{task_id}: 12 hex digits of ms, 32 of random bits"
+    );
+    assert!(
+        task_id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+        "{task_id}: lowercase hex"
+    );
+    let created_ms = u64::from_str_radix(&task_id[..12], 16).unwrap();
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let since_ms = now_ms.wrapping_sub(created_ms) & ((1 << 48) - 1);
+    assert!(
+        since_ms < 60_000,
+        "{task_id}: created {since_ms} ms ago by its id"
+    );
+}
+
 /// Creates an export task and follows it to completion; its id.
 async fn a_created_task_blocks_its_result_then_completes(
     server: &Arc<Server>,
@@ -201,12 +227,8 @@ async fn a_created_task_blocks_its_result_then_completes(
     assert_eq!(task["status"], "working");
     assert_eq!(task["ttl"], 60_000);
     assert_eq!(task["createdAt"], task["lastUpdatedAt"]);
-    assert_eq!(
-        task["taskId"].as_str().unwrap().len(),
-        32,
-        "128 random bits, hex"
-    );
     let task_id = task["taskId"].as_str().unwrap().to_owned();
+    assert_id_is_time_then_random(&task_id);
 
     // tasks/result blocks while working, then returns the CallToolResult with _meta.
     let blocked = {
