@@ -45,6 +45,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The endpoint a started server printed in its `listening …` line.
+url_of() { grep -o 'http://[^ ]*/mcp' "$scratch/$1.out" | head -1; }
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # Starts "$@" in the background, its stdout in $scratch/$name.out; waits for "listening".
@@ -86,8 +89,12 @@ postmaster=$(head -1 "$scratch/pg/postmaster.pid")
 pg_pid=$(start tasklatch-pg "$tasklatch" serve --http "127.0.0.1:$(free_port)" \
   --tokens "$scratch/tokens.json" --store "postgres://postgres@127.0.0.1:$pg_port/postgres" \
   --exports "$scratch/exports-pg" "${lifted[@]}")
-pg_url=$(grep -o 'http://[^ ]*/mcp' "$scratch/tasklatch-pg.out" | head -1)
-sqlite_url=$(grep -o 'http://[^ ]*/mcp' "$scratch/tasklatch-sqlite.out" | head -1)
+pg_url=$(url_of tasklatch-pg)
+sqlite_url=$(url_of tasklatch-sqlite)
+
+export_args='"tool": "export", "args": {"name": "bench", "delay_ms": 0}, "long_args": {"name": "bench", "delay_ms": 600000}'
+compute_args='"tool": "slow_compute", "args": {"seconds": 0}, "long_args": {"seconds": 120}'
+tokens='"tokens": ["bench-token-0001", "bench-token-0002"]'
 
 before_targets=""
 if [ -n "${TASKLATCH_BENCH_BEFORE:-}" ]; then
@@ -99,26 +106,21 @@ if [ -n "${TASKLATCH_BENCH_BEFORE:-}" ]; then
     --http "127.0.0.1:$(free_port)" --tokens "$scratch/tokens.json" \
     --store "postgres://postgres@127.0.0.1:$pg_port/before" \
     --exports "$scratch/exports-pg-before" "${lifted[@]}")
-  before_sqlite_url=$(grep -o 'http://[^ ]*/mcp' "$scratch/tasklatch-sqlite-before.out" | head -1)
-  before_pg_url=$(grep -o 'http://[^ ]*/mcp' "$scratch/tasklatch-pg-before.out" | head -1)
+  before_sqlite_url=$(url_of tasklatch-sqlite-before)
+  before_pg_url=$(url_of tasklatch-pg-before)
   before_targets=",
     { \"name\": \"tasklatch-sqlite-before\", \"url\": \"$before_sqlite_url\", \"era\": \"2025-11-25\",
-      \"pids\": [$before_sqlite_pid], TOKENS, COMPUTE },
+      \"pids\": [$before_sqlite_pid], $tokens, $compute_args },
     { \"name\": \"tasklatch-pg-before\", \"url\": \"$before_pg_url\", \"era\": \"2025-11-25\",
-      \"pids\": [$before_pg_pid, $postmaster], TOKENS, COMPUTE }"
+      \"pids\": [$before_pg_pid, $postmaster], $tokens, $compute_args }"
 fi
 
 ts_port=$(free_port)
 ts_pid=$(start ts-reference node tests/interop/ts/reference-server.mjs --port "$ts_port" --quiet)
 
 rmcp_pid=$(start rmcp target/release/examples/rmcp_task_server "127.0.0.1:$(free_port)")
-rmcp_url=$(grep -o 'http://[^ ]*/mcp' "$scratch/rmcp.out" | head -1)
+rmcp_url=$(url_of rmcp)
 
-export_args='"tool": "export", "args": {"name": "bench", "delay_ms": 0}, "long_args": {"name": "bench", "delay_ms": 600000}'
-compute_args='"tool": "slow_compute", "args": {"seconds": 0}, "long_args": {"seconds": 120}'
-tokens='"tokens": ["bench-token-0001", "bench-token-0002"]'
-before_targets=${before_targets//TOKENS/$tokens}
-before_targets=${before_targets//COMPUTE/$compute_args}
 cat >"$scratch/targets.json" <<JSON
 { "reference": "ts-reference",
   "targets": [
