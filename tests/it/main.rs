@@ -49,6 +49,7 @@ mod probe_tasklatch;
 mod probe_third_party;
 mod report;
 mod report_server;
+mod runtime_idle;
 mod runtime_queue;
 mod runtime_tokio;
 mod serve_drain;

@@ -23,7 +23,7 @@ use tasklatch::store::{
 
 /// An export: writes one effect per task into a sink, idempotently.
 #[derive(Default)]
-struct Export {
+pub(super) struct Export {
     /// task id → effect ids written (more than one would be a double effect).
     sink: Mutex<BTreeMap<String, Vec<String>>>,
 }
@@ -63,7 +63,7 @@ fn leaves_a_message(task_id: &str) -> bool {
         .is_some_and(|n| n % 12 == 2)
 }
 
-fn create(store: &dyn TaskStore, n: usize, ttl_ms: Option<u64>, now_ms: u64) -> String {
+pub(super) fn create(store: &dyn TaskStore, n: usize, ttl_ms: Option<u64>, now_ms: u64) -> String {
     let tenants = ["tenant-a/alice", "tenant-b/bob", "tenant-c/carol"];
     let task_id = format!("task-{n:03}");
     let answer = store

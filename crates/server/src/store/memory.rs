@@ -37,7 +37,6 @@ struct OutboxRow {
     enqueued_at_ms: u64,
     attempt: u32,
     lease_expires_at_ms: Option<u64>,
-    acked_at_ms: Option<u64>,
 }
 
 impl State {
@@ -137,7 +136,6 @@ impl TaskStore for MemoryStore {
                         enqueued_at_ms: command.now_ms,
                         attempt: 0,
                         lease_expires_at_ms: None,
-                        acked_at_ms: None,
                     },
                 );
                 state.insert(record.clone());
@@ -248,10 +246,8 @@ impl TaskStore for MemoryStore {
             .outbox
             .iter()
             .filter(|(_, row)| {
-                row.acked_at_ms.is_none()
-                    && row
-                        .lease_expires_at_ms
-                        .is_none_or(|expires| expires <= now_ms)
+                row.lease_expires_at_ms
+                    .is_none_or(|expires| expires <= now_ms)
             })
             .map(|(task_id, row)| (row.enqueued_at_ms, task_id.clone()))
             .collect();
@@ -284,11 +280,13 @@ impl TaskStore for MemoryStore {
     }
 
     fn ack(&self, task_id: &str, attempt: u32, now_ms: u64) -> Result<bool, StoreError> {
+        let _ = now_ms; // Nothing keeps an acked entry: a later ack finds it gone (false).
         let mut state = self.lock()?;
-        match state.outbox.get_mut(task_id) {
-            Some(row) if row.attempt == attempt && row.acked_at_ms.is_none() => {
-                row.acked_at_ms = Some(now_ms);
-                row.lease_expires_at_ms = None;
+        // An acked entry is removed, not marked: the outbox holds only what is owed, so a
+        // claim walks no history and a long-lived store does not grow by every task.
+        match state.outbox.get(task_id) {
+            Some(row) if row.attempt == attempt => {
+                state.outbox.remove(task_id);
                 Ok(true)
             }
             _ => Ok(false),
@@ -299,7 +297,7 @@ impl TaskStore for MemoryStore {
         let mut state = self.lock()?;
         let mut released = 0;
         for row in state.outbox.values_mut() {
-            if row.acked_at_ms.is_none() && row.lease_expires_at_ms.is_some_and(|at| at <= now_ms) {
+            if row.lease_expires_at_ms.is_some_and(|at| at <= now_ms) {
                 row.lease_expires_at_ms = None;
                 released += 1;
             }
