@@ -795,18 +795,14 @@ impl Runtime {
     pub async fn run_dispatcher(self: Arc<Self>, name: String) {
         let mut idle_rounds = 0u32;
         while !self.is_shut_down() {
-            let step = self.dispatch_once(&name).await;
-            idle_rounds = if matches!(step, Ok(0)) {
-                idle_rounds.saturating_add(1)
-            } else {
-                0
-            };
-            match step {
+            match self.dispatch_once(&name).await {
                 Ok(0) => {
                     let bell = self.bells.as_ref().map(|b| &*b.dispatch);
-                    self.idle(bell, idle_rounds - 1).await
+                    self.idle(bell, idle_rounds).await;
+                    idle_rounds = idle_rounds.saturating_add(1);
                 }
                 Ok(published) => {
+                    idle_rounds = 0;
                     if let Some(bells) = &self.bells {
                         let idle_at_most = self.workers_started.load(Ordering::Relaxed);
                         for _ in 0..published.min(idle_at_most) {
@@ -814,7 +810,10 @@ impl Runtime {
                         }
                     }
                 }
-                Err(_) => self.backoff().await,
+                Err(_) => {
+                    idle_rounds = 0;
+                    self.backoff().await
+                }
             }
         }
     }
@@ -825,19 +824,17 @@ impl Runtime {
         let _running = WorkerRunning(&self.workers_running);
         let mut idle_rounds = 0u32;
         while !self.is_shut_down() {
-            let step = self.work_once().await;
-            idle_rounds = if matches!(step, Ok(WorkStep::Idle)) {
-                idle_rounds.saturating_add(1)
-            } else {
-                0
-            };
-            match step {
+            match self.work_once().await {
                 Ok(WorkStep::Idle) => {
                     let bell = self.bells.as_ref().map(|b| &b.work);
-                    self.idle(bell, idle_rounds - 1).await
+                    self.idle(bell, idle_rounds).await;
+                    idle_rounds = idle_rounds.saturating_add(1);
                 }
-                Ok(_) => {}
-                Err(_) => self.backoff().await,
+                Ok(_) => idle_rounds = 0,
+                Err(_) => {
+                    idle_rounds = 0;
+                    self.backoff().await
+                }
             }
         }
     }
