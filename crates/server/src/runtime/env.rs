@@ -47,8 +47,38 @@ impl Env for TokioEnv {
     }
 
     fn random_u64(&self) -> u64 {
-        // The OS generator cannot fail on the platforms tasklatch supports; a zero would
-        // only make a jitter less random.
-        getrandom::u64().unwrap_or(0)
+        os_random(getrandom::u64())
+    }
+}
+
+/// A draw from the OS generator, or a panic. Task ids and HTTP session ids are drawn
+/// here: a stand-in value on failure would hand out guessable ids, so the call that needed
+/// one fails instead (its request errs; the OS generator does not fail on the platforms
+/// tasklatch supports).
+fn os_random(drawn: Result<u64, getrandom::Error>) -> u64 {
+    match drawn {
+        Ok(value) => value,
+        Err(error) => panic!(
+            "the OS random generator failed ({error}): no task or session id is drawn without it"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[should_panic(expected = "the OS random generator failed")]
+    fn a_failed_draw_fails_rather_than_answer_a_stand_in() {
+        os_random(Err(getrandom::Error::UNEXPECTED));
+    }
+
+    #[test]
+    fn draws_come_from_the_os_generator() {
+        assert_eq!(os_random(Ok(7)), 7);
+        let draws: std::collections::BTreeSet<u64> =
+            (0..16).map(|_| TokioEnv.random_u64()).collect();
+        assert_eq!(draws.len(), 16, "sixteen 64-bit draws collided");
     }
 }
