@@ -53,8 +53,9 @@ impl Env for TokioEnv {
 
 /// A draw from the OS generator, or a panic. Task ids and HTTP session ids are drawn
 /// here: a stand-in value on failure would hand out guessable ids, so the call that needed
-/// one fails instead (its request errs; the OS generator does not fail on the platforms
-/// tasklatch supports).
+/// one panics instead (the transports run each request in a task of its own: that request
+/// goes unanswered or its connection ends). The OS generator does not fail on the
+/// platforms tasklatch supports.
 fn os_random(drawn: Result<u64, getrandom::Error>) -> u64 {
     match drawn {
         Ok(value) => value,
